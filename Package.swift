@@ -1,0 +1,107 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "OpenGameKit",
+    platforms: [.macOS(.v14)],
+    products: [
+        // The core product: Game Kit sessions over discovery and the transport. Toolchain and
+        // Swift packages only, no system library.
+        .library(name: "OpenGameKit", targets: ["OpenGameKit"]),
+        // Voice chat. Adds the system audio libraries (Opus, speexdsp, PulseAudio) as its
+        // issue lands; today it holds the voice chat error domain.
+        .library(name: "OpenGameKitVoice", targets: ["OpenGameKitVoice"]),
+        .executable(name: "gk-bench", targets: ["gk-bench"]),
+        .executable(name: "gk-link", targets: ["gk-link"]),
+        .executable(name: "gk-impair", targets: ["gk-impair"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        // MARK: - Lower modules (no Game Kit types)
+        .target(
+            name: "GameKitTransport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        // A seeded model of a bad network (loss, delay, jitter, reordering, duplication,
+        // corruption) and a UDP relay that applies it. Used by tests and benchmarks only.
+        .target(
+            name: "NetworkImpairment",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+
+        // MARK: - Public Game Kit API
+        .target(
+            name: "OpenGameKit",
+            dependencies: ["GameKitTransport"]
+        ),
+        .target(
+            name: "OpenGameKitVoice",
+            dependencies: ["OpenGameKit"]
+        ),
+
+        // MARK: - Executables
+        .executableTarget(
+            name: "gk-bench",
+            dependencies: [
+                "GameKitTransport",
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "gk-link",
+            dependencies: [
+                "GameKitTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "gk-impair",
+            dependencies: [
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: - Tests
+        .testTarget(
+            name: "GameKitTransportTests",
+            dependencies: [
+                "GameKitTransport",
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "NetworkImpairmentTests",
+            dependencies: ["NetworkImpairment"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,358 @@
+import DequeModule
+import NIOCore
+
+/// The application code a link is closed with when its endpoint shuts down, and the denial code
+/// pending requests get then.
+let endpointClosingCode: UInt16 = 0xFFFD
+
+/// Everything one endpoint does, without I/O: the links it carries, the handshakes in progress on
+/// both sides, and the routing of datagrams between them.
+///
+/// The NIO layer (``TransportEndpoint``) feeds it received datagrams and the time, asks it for
+/// datagrams to send and for its next deadline, and hands its events to the application. Tests
+/// drive two of them against each other through an in-memory network with a virtual clock.
+struct EndpointMachine {
+    /// How long a request waits after the initiator's last repeat before it is considered gone
+    /// (the initiator repeats at least every 2 seconds).
+    static let requestLifetime = TimeAmount.seconds(6)
+    /// How long answered handshakes are remembered for repeats.
+    static let answerLifetime = TimeAmount.seconds(10)
+
+    let configuration: TransportConfiguration
+    let psk: PreSharedKey
+    let localParameters: TransportParameters
+
+    var links: [UInt32: LinkMachine] = [:]
+    var initiators: [UInt32: InitiatorHandshake] = [:]
+    var withdrawnInitiations: [UInt32: WithdrawnInitiation] = [:]
+    var requests: [ConnectionRequest.ID: PendingRequest] = [:]
+    var requestsBySource: [HandshakeSource: ConnectionRequest.ID] = [:]
+    var accepted: [HandshakeSource: AcceptedHandshake] = [:]
+    var acceptedByLink: [UInt32: HandshakeSource] = [:]
+    var answered: [HandshakeSource: AnsweredHandshake] = [:]
+    var nextRequestID: UInt64 = 1
+    var cookies: CookieGenerator
+    var replyLimiter = ReplyRateLimiter()
+    var outbox = Deque<(SocketAddress, ByteBuffer)>()
+    var events = Deque<TransportEvent>()
+    /// Send-buffer space released per link since the last `takeReleasedSpace()`.
+    var releasedSpace: [LinkID] = []
+    var statistics = EndpointStatistics()
+    private var transmitOrder: [UInt32] = []
+    private var transmitPosition = 0
+    private var scratchEvents: [LinkEvent] = []
+
+    init(configuration: TransportConfiguration, now: NIODeadline) throws(TransportError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.psk = PreSharedKey(password: configuration.preSharedKey)
+        self.localParameters = configuration.localParameters
+        self.cookies = CookieGenerator(now: now)
+    }
+
+    // MARK: - Application operations
+
+    /// Starts a handshake with `address`. The outcome arrives as ``TransportEvent/linkOpened`` or
+    /// ``TransportEvent/connectFailed`` for the returned ID.
+    mutating func connect(to address: SocketAddress, payload: ByteBuffer, timeout: TimeAmount?, now: NIODeadline) throws(TransportError) -> LinkID {
+        let index = self.allocateIndex()
+        let initiator = try InitiatorHandshake(
+            localIndex: index,
+            remoteAddress: address,
+            psk: self.psk,
+            parameters: self.localParameters,
+            payload: payload,
+            maxDatagramSize: self.configuration.maxDatagramSize,
+            now: now,
+            timeout: timeout ?? self.configuration.handshakeTimeout
+        )
+        self.initiators[index] = initiator
+        self.outbox.append((address, initiator.datagram()))
+        return LinkID(rawValue: index)
+    }
+
+    /// Withdraws a handshake this side started; the responder learns it at once.
+    @discardableResult
+    mutating func cancelConnect(_ link: LinkID, now: NIODeadline) -> Bool {
+        self.withdraw(link.rawValue, reason: .cancelled, error: .cancelled, now: now)
+    }
+
+    /// Accepts a connection request; the link opens when the initiator confirms.
+    mutating func accept(_ id: ConnectionRequest.ID, payload: ByteBuffer, now: NIODeadline) throws(TransportError) -> LinkID {
+        guard let request = self.requests[id] else { throw .unknownConnectionRequest }
+        let limit = ResponderHandshake.maximumResponsePayload(
+            initiationSize: request.initiationSize,
+            maxDatagramSize: self.configuration.maxDatagramSize
+        )
+        guard payload.readableBytes <= limit else { throw .payloadTooLarge(size: payload.readableBytes, limit: limit) }
+        self.removeRequest(id)
+        let index = self.allocateIndex()
+        guard
+            let (response, keys) = ResponderHandshake.respond(
+                initiatorEphemeral: request.ephemeralPublicKey,
+                initiatorIndex: request.source.index,
+                initiationWithoutMAC: request.initiationWithoutMAC,
+                localIndex: index,
+                parameters: self.localParameters,
+                payload: payload,
+                psk: self.psk
+            )
+        else { throw .authenticationFailed }
+        let parameters = LinkParameters(configuration: self.configuration, local: self.localParameters, peer: request.parameters)
+        self.links[index] = LinkMachine(
+            localIndex: index,
+            remoteIndex: request.source.index,
+            role: .responder,
+            remoteAddress: request.source.address,
+            keys: keys,
+            parameters: parameters,
+            now: now
+        )
+        self.accepted[request.source] = AcceptedHandshake(
+            linkIndex: index,
+            ephemeralPublicKey: request.ephemeralPublicKey,
+            response: response,
+            cancelKey: request.cancelKey,
+            initiationPayload: request.payload
+        )
+        self.acceptedByLink[index] = request.source
+        self.outbox.append((request.source.address, response))
+        return LinkID(rawValue: index)
+    }
+
+    /// Denies a connection request; the initiator fails with ``TransportError/denied(code:)``.
+    mutating func deny(_ id: ConnectionRequest.ID, code: UInt16, now: NIODeadline) throws(TransportError) {
+        guard let request = self.requests[id] else { throw .unknownConnectionRequest }
+        self.removeRequest(id)
+        let reject = ResponderHandshake.reject(.denied, code: code, receiverIndex: request.source.index, echo: request.echo)
+        self.answered[request.source] = AnsweredHandshake(
+            ephemeralPublicKey: request.ephemeralPublicKey,
+            reply: reject,
+            until: now + Self.answerLifetime
+        )
+        self.outbox.append((request.source.address, reject))
+    }
+
+    mutating func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode) throws(TransportError) {
+        guard self.links[link.rawValue] != nil else { throw .linkNotOpen }
+        try self.links[link.rawValue]!.send(message, mode: mode)
+    }
+
+    /// Closes a link after delivering what is queued on it.
+    mutating func close(_ link: LinkID, code: UInt16, now: NIODeadline) throws(TransportError) {
+        guard let state = self.links[link.rawValue]?.state else { throw .linkNotOpen }
+        switch state {
+        case .open, .awaitingConfirmation:
+            self.links[link.rawValue]!.close(code: code, now: now)
+            self.collectEvents(of: link.rawValue)
+        default:
+            throw .linkNotOpen
+        }
+    }
+
+    /// Shuts everything down at once: links closed with CLOSE frames, initiations withdrawn,
+    /// pending requests denied.
+    mutating func closeAll(now: NIODeadline) {
+        for index in Array(self.initiators.keys) {
+            self.withdraw(index, reason: .cancelled, error: .endpointClosed, now: now)
+        }
+        for id in Array(self.requests.keys) {
+            try? self.deny(id, code: endpointClosingCode, now: now)
+        }
+        for index in Array(self.links.keys) {
+            self.links[index]!.abort(code: endpointClosingCode, reason: .endpointClosed, now: now)
+            self.collectEvents(of: index)
+        }
+    }
+
+    func linkStatistics(_ link: LinkID) -> LinkStatistics? {
+        self.links[link.rawValue]?.statisticsSnapshot
+    }
+
+    var endpointStatistics: EndpointStatistics {
+        var snapshot = self.statistics
+        snapshot.pendingRequests = self.requests.count
+        snapshot.pendingInitiations = self.initiators.count
+        snapshot.links = self.links.count
+        return snapshot
+    }
+
+    mutating func popEvent() -> TransportEvent? {
+        self.events.popFirst()
+    }
+
+    // MARK: - Datagrams in
+
+    mutating func handleDatagram(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+        self.statistics.datagramsReceived += 1
+        guard
+            let typeByte = datagram.getInteger(at: datagram.readerIndex, as: UInt8.self),
+            let type = PacketType(rawValue: typeByte)
+        else {
+            self.statistics.droppedMalformed += 1
+            return
+        }
+        switch type {
+        case .data: self.handleData(datagram, from: address, now: now)
+        case .initiation: self.handleInitiation(datagram, from: address, now: now)
+        case .response: self.handleResponse(datagram, from: address, now: now)
+        case .reject: self.handleReject(datagram)
+        case .cookie: self.handleCookie(datagram, now: now)
+        case .cancel: self.handleCancel(datagram, from: address, now: now)
+        }
+    }
+
+    private mutating func handleData(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+        guard let header = DataPacketHeader.decode(datagram) else {
+            self.statistics.droppedMalformed += 1
+            return
+        }
+        let index = header.receiverIndex
+        guard self.links[index] != nil else {
+            self.statistics.droppedUnknownLink += 1
+            return
+        }
+        switch self.links[index]!.receive(datagram: datagram, header: header, from: address, now: now) {
+        case .accepted: break
+        case .duplicate: self.statistics.droppedReplayed += 1
+        case .unauthenticated: self.statistics.droppedUnauthenticated += 1
+        }
+        self.collectEvents(of: index)
+    }
+
+    // MARK: - Timers
+
+    var nextDeadline: NIODeadline? {
+        var deadline: NIODeadline?
+        func consider(_ candidate: NIODeadline?) {
+            guard let candidate else { return }
+            deadline = min(deadline ?? candidate, candidate)
+        }
+        for initiator in self.initiators.values { consider(initiator.nextDeadline) }
+        for request in self.requests.values { consider(request.lastSeen + Self.requestLifetime) }
+        for answer in self.answered.values { consider(answer.until) }
+        for withdrawn in self.withdrawnInitiations.values { consider(withdrawn.until) }
+        for link in self.links.values { consider(link.nextDeadline) }
+        return deadline
+    }
+
+    mutating func handleTimeouts(now: NIODeadline) {
+        self.cookies.rotateIfNeeded(now: now)
+        for index in Array(self.initiators.keys) {
+            switch self.initiators[index]!.handleTimeout(now: now) {
+            case .none: break
+            case .retransmit(let datagram): self.outbox.append((self.initiators[index]!.remoteAddress, datagram))
+            case .fail: self.withdraw(index, reason: .timedOut, error: .timedOut, now: now)
+            }
+        }
+        for (id, request) in self.requests where now >= request.lastSeen + Self.requestLifetime {
+            self.removeRequest(id)
+            self.events.append(.connectionRequestWithdrawn(id, .expired))
+        }
+        self.answered = self.answered.filter { now < $0.value.until }
+        self.withdrawnInitiations = self.withdrawnInitiations.filter { now < $0.value.until }
+        for index in Array(self.links.keys) {
+            self.links[index]!.handleTimeout(now: now)
+            self.collectEvents(of: index)
+            if self.links[index]!.isClosed {
+                self.links[index] = nil
+            }
+        }
+    }
+
+    // MARK: - Datagrams out
+
+    /// Appends the next datagram to send to `output` and returns its destination; nil once every
+    /// link has had its turn (call again for a new round). Handshake messages go first; then each
+    /// link sends all it may before the next link's turn, so that consecutive datagrams share a
+    /// destination (which is what segmentation offload batches).
+    mutating func pollDatagram(now: NIODeadline, into output: inout ByteBuffer) -> SocketAddress? {
+        if let (address, datagram) = self.outbox.popFirst() {
+            output.writeImmutableBuffer(datagram)
+            self.statistics.datagramsSent += 1
+            return address
+        }
+        if self.transmitPosition == 0 {
+            self.transmitOrder.removeAll(keepingCapacity: true)
+            self.transmitOrder.append(contentsOf: self.links.keys)
+        }
+        while self.transmitPosition < self.transmitOrder.count {
+            let index = self.transmitOrder[self.transmitPosition]
+            guard self.links[index] != nil else {
+                self.transmitPosition += 1
+                continue
+            }
+            let sent = self.links[index]!.pollTransmit(now: now, into: &output)
+            self.collectEvents(of: index)
+            if sent {
+                self.statistics.datagramsSent += 1
+                return self.links[index]!.remoteAddress
+            }
+            self.transmitPosition += 1
+        }
+        self.transmitPosition = 0
+        return nil
+    }
+
+    // MARK: - Helpers
+
+    /// Turns a link's events into the endpoint's.
+    mutating func collectEvents(of index: UInt32) {
+        guard self.links[index] != nil, !self.links[index]!.events.isEmpty else { return }
+        swap(&self.scratchEvents, &self.links[index]!.events)
+        let link = LinkID(rawValue: index)
+        for event in self.scratchEvents {
+            switch event {
+            case .message(let message, let mode):
+                self.events.append(.received(message, link: link, mode: mode))
+            case .confirmed:
+                let source = self.acceptedByLink.removeValue(forKey: index)
+                let payload = source.flatMap { self.accepted.removeValue(forKey: $0)?.initiationPayload } ?? ByteBuffer()
+                self.statistics.linksOpened += 1
+                self.events.append(.linkOpened(link, remoteAddress: self.links[index]!.remoteAddress, payload: payload))
+            case .closed(let reason):
+                if let source = self.acceptedByLink.removeValue(forKey: index) {
+                    self.accepted[source] = nil
+                }
+                self.statistics.linksClosed += 1
+                self.events.append(.linkClosed(link, reason))
+            case .released:
+                self.releasedSpace.append(link)
+                if self.links[index]!.refusedForSpace,
+                    self.links[index]!.bytesQueued <= self.links[index]!.parameters.sendBufferCapacity / 2
+                {
+                    self.links[index]!.refusedForSpace = false
+                    self.events.append(.sendBufferAvailable(link))
+                }
+            }
+        }
+        self.scratchEvents.removeAll(keepingCapacity: true)
+    }
+
+    mutating func removeRequest(_ id: ConnectionRequest.ID) {
+        if let request = self.requests.removeValue(forKey: id) {
+            self.requestsBySource[request.source] = nil
+        }
+    }
+
+    /// Ends one of this side's handshakes: the responder gets a cancel, the application `error`.
+    @discardableResult
+    mutating func withdraw(_ index: UInt32, reason: CancelReason, error: TransportError, now: NIODeadline) -> Bool {
+        guard let initiator = self.initiators.removeValue(forKey: index) else { return false }
+        let cancel = initiator.cancelDatagram(reason: reason)
+        self.outbox.append((initiator.remoteAddress, cancel))
+        self.withdrawnInitiations[index] = WithdrawnInitiation(cancel: cancel, until: now + Self.answerLifetime)
+        self.events.append(.connectFailed(LinkID(rawValue: index), error))
+        return true
+    }
+
+    /// A random nonzero index used by no link, handshake or recently withdrawn handshake.
+    mutating func allocateIndex() -> UInt32 {
+        while true {
+            let candidate = UInt32.random(in: 1...UInt32.max)
+            if self.links[candidate] == nil, self.initiators[candidate] == nil, self.withdrawnInitiations[candidate] == nil {
+                return candidate
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+/// Counters of one endpoint: what arrived, what was dropped and why, what the handshake did.
+public struct EndpointStatistics: Sendable, Equatable {
+    public var datagramsReceived: UInt64 = 0
+    public var datagramsSent: UInt64 = 0
+    /// Too short, unknown type, or a handshake message that does not parse.
+    public var droppedMalformed: UInt64 = 0
+    /// Data packets for a link this endpoint does not have (unknown source).
+    public var droppedUnknownLink: UInt64 = 0
+    /// Data packets that did not authenticate (corrupted or forged).
+    public var droppedUnauthenticated: UInt64 = 0
+    /// Data packets already received (replayed or duplicated).
+    public var droppedReplayed: UInt64 = 0
+    /// Handshake messages that match no handshake in progress.
+    public var droppedStrayHandshake: UInt64 = 0
+    /// Initiations dropped because too many requests await an answer.
+    public var droppedOverload: UInt64 = 0
+    /// Initiations refused for failing authentication.
+    public var handshakeAuthenticationFailures: UInt64 = 0
+    public var cookieRepliesSent: UInt64 = 0
+    public var connectionRequestsReceived: UInt64 = 0
+    public var linksOpened: UInt64 = 0
+    public var linksClosed: UInt64 = 0
+
+    /// Requests awaiting the application's answer right now (the only per-source handshake state).
+    public var pendingRequests: Int = 0
+    /// Handshakes this side initiated, awaiting a response.
+    public var pendingInitiations: Int = 0
+    /// Links, including those closing.
+    public var links: Int = 0
+
+    public init() {}
+}

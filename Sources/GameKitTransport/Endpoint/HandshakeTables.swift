@@ -1,0 +1,78 @@
+import Crypto
+import NIOCore
+
+/// A handshake is identified by the initiator's address and its sender index.
+struct HandshakeSource: Hashable {
+    var address: SocketAddress
+    var index: UInt32
+}
+
+/// An authenticated initiation waiting for the application's accept or deny. This is the only
+/// state a responder keeps per initiator before a link exists.
+struct PendingRequest {
+    var id: ConnectionRequest.ID
+    var source: HandshakeSource
+    /// The initiator's ephemeral key (a copy, not a slice of the receive buffer).
+    var ephemeralPublicKey: ByteBuffer
+    var initiationWithoutMAC: ByteBuffer
+    var initiationSize: Int
+    var parameters: TransportParameters
+    var payload: ByteBuffer
+    var cancelKey: SymmetricKey
+    /// When the initiation was last received (the initiator repeats it while it waits).
+    var lastSeen: NIODeadline
+
+    var echo: ByteBuffer { self.ephemeralPublicKey.getSlice(at: self.ephemeralPublicKey.readerIndex, length: WireSize.echo)! }
+}
+
+extension ByteBuffer {
+    /// A copy with storage of its own, so that keeping it does not keep a larger buffer alive.
+    func detached() -> ByteBuffer {
+        var copy = ByteBufferAllocator().buffer(capacity: self.readableBytes)
+        copy.writeImmutableBuffer(self)
+        return copy
+    }
+}
+
+/// An accepted handshake whose link has not heard from the initiator yet: repeats of the
+/// initiation get the same response, a cancel closes the link.
+struct AcceptedHandshake {
+    var linkIndex: UInt32
+    var ephemeralPublicKey: ByteBuffer
+    var response: ByteBuffer
+    var cancelKey: SymmetricKey
+    var initiationPayload: ByteBuffer
+}
+
+/// A denied or refused handshake remembered briefly, so repeats of the initiation get the same
+/// reject instead of a second request.
+struct AnsweredHandshake {
+    var ephemeralPublicKey: ByteBuffer
+    var reply: ByteBuffer
+    var until: NIODeadline
+}
+
+/// An initiation this side withdrew: a late response to it gets the cancel again.
+struct WithdrawnInitiation {
+    var cancel: ByteBuffer
+    var until: NIODeadline
+}
+
+/// A token bucket for replies to unauthenticated traffic (rejects), so that this endpoint cannot
+/// be used to bounce floods at a third party even at an amplification factor below one.
+struct ReplyRateLimiter {
+    static let perSecond = 100.0
+
+    private var tokens = ReplyRateLimiter.perSecond
+    private var updated: NIODeadline?
+
+    mutating func take(now: NIODeadline) -> Bool {
+        if let updated, now > updated {
+            self.tokens = min(Self.perSecond, self.tokens + Self.perSecond * Double((now - updated).nanoseconds) / 1e9)
+        }
+        self.updated = now
+        guard self.tokens >= 1 else { return false }
+        self.tokens -= 1
+        return true
+    }
+}

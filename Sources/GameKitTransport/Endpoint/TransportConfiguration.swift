@@ -1,0 +1,114 @@
+import NIOCore
+
+/// How an endpoint and its links behave. The defaults suit a LAN or the Internet; most
+/// applications change at most the password and the disconnect timeout.
+public struct TransportConfiguration: Sendable {
+    /// The session password. Both sides must hold the same one (or none); otherwise the handshake
+    /// fails on both sides with ``TransportError/authenticationFailed``.
+    public var preSharedKey: [UInt8]?
+
+    /// The largest UDP payload this endpoint sends or accepts. 1200 bytes fits every IPv6 path
+    /// (minimum MTU 1280) and nearly every IPv4 one; raise it only on networks you know.
+    public var maxDatagramSize: Int = 1200
+
+    /// The largest reliable message, in bytes. At least 1 MiB by default.
+    public var maxReliableMessageSize: Int = 1 << 20
+
+    /// The largest unreliable message, in bytes (fragmented across datagrams, delivered whole or
+    /// not at all). 96 KiB by default.
+    public var maxUnreliableMessageSize: Int = 96 << 10
+
+    /// Bytes a link may hold for sending (reliable bytes until acknowledged, unreliable ones until
+    /// sent). A send beyond it fails with ``TransportError/bufferFull``; a message is refused only
+    /// when something is already queued, so memory stays within this plus one message.
+    public var sendBufferCapacity: Int = 1 << 20
+
+    /// Reliable bytes the peer may send beyond what this side has delivered. Raised to at least
+    /// the largest reliable message plus its length prefix.
+    public var receiveWindow: Int = 4 << 20
+
+    /// A peer silent for this long is declared gone. Game Kit's default: 20 seconds.
+    public var disconnectTimeout: TimeAmount = .seconds(20)
+
+    /// How long a link may stay idle before it sends a keepalive. Nil: a quarter of the disconnect
+    /// timeout, at most 5 seconds.
+    public var keepaliveInterval: TimeAmount?
+
+    /// How long `connect` keeps trying when the caller gives no timeout.
+    public var handshakeTimeout: TimeAmount = .seconds(10)
+
+    /// Longest delay before acknowledging a lone packet.
+    public var maxAckDelay: TimeAmount = .milliseconds(5)
+
+    /// Floor of the retransmission timeout. RFC 6298 recommends one second for TCP over the
+    /// Internet; interactive applications on LANs want far less.
+    public var minimumRetransmissionTimeout: TimeAmount = .milliseconds(25)
+
+    /// The RTT assumed before the first measurement.
+    public var initialRTT: TimeAmount = .milliseconds(100)
+
+    /// How long a partly received unreliable message waits for its other fragments.
+    public var unreliableReassemblyTimeout: TimeAmount = .seconds(2)
+
+    /// Above this many handshakes awaiting an answer, new initiations must first prove their
+    /// source address with a cookie (no state is kept for unproven sources). 0 requires cookies
+    /// always.
+    public var cookieThreshold: Int = 16
+
+    /// Handshakes awaiting the application's decision are never more than this; further
+    /// initiations are dropped until some are answered.
+    public var maximumPendingRequests: Int = 1024
+
+    /// Send UDP segmentation offload batches (Linux GSO) when the kernel supports it, and ask for
+    /// receive offload (GRO). Batches cut system calls many times over on fast paths.
+    public var segmentationOffload: Bool = true
+
+    /// Kernel socket buffer sizes requested for the endpoint's socket.
+    public var socketBufferSize: Int = 4 << 20
+
+    public init(preSharedKey: [UInt8]? = nil) {
+        self.preSharedKey = preSharedKey
+    }
+
+    /// A configuration whose pre-shared key is the UTF-8 bytes of `password`.
+    public init(password: String?) {
+        self.preSharedKey = password.map { Array($0.utf8) }
+    }
+
+    var effectiveKeepaliveInterval: TimeAmount {
+        if let keepaliveInterval { return keepaliveInterval }
+        return min(self.disconnectTimeout / 4, .seconds(5))
+    }
+
+    /// The parameters this endpoint announces in its handshake messages.
+    var localParameters: TransportParameters {
+        TransportParameters(
+            receiveWindow: UInt32(clamping: max(self.receiveWindow, self.maxReliableMessageSize + 16)),
+            maxReliableMessageSize: UInt32(clamping: self.maxReliableMessageSize),
+            maxUnreliableMessageSize: UInt32(clamping: self.maxUnreliableMessageSize),
+            maxAckDelayMicroseconds: UInt32(clamping: self.maxAckDelay.nanoseconds / 1000),
+            maxDatagramSize: UInt16(clamping: self.maxDatagramSize)
+        )
+    }
+
+    /// Checks the values; every endpoint does this before binding.
+    func validate() throws(TransportError) {
+        func check(_ condition: Bool, _ message: String) throws(TransportError) {
+            if !condition { throw .invalidConfiguration(message) }
+        }
+        try check((WireSize.minimumDatagram...65_507).contains(self.maxDatagramSize), "maxDatagramSize must be 1200...65507")
+        try check(self.maxReliableMessageSize >= 1 && self.maxReliableMessageSize <= Int(UInt32.max) - 64, "maxReliableMessageSize must be positive and below 4 GiB")
+        try check(self.maxUnreliableMessageSize >= 1 && self.maxUnreliableMessageSize <= 16 << 20, "maxUnreliableMessageSize must be 1...16 MiB")
+        try check(self.sendBufferCapacity >= 1, "sendBufferCapacity must be positive")
+        try check(self.receiveWindow >= 1 && self.receiveWindow <= Int(UInt32.max), "receiveWindow must be positive and below 4 GiB")
+        try check(self.disconnectTimeout > .zero, "disconnectTimeout must be positive")
+        try check(self.handshakeTimeout > .zero, "handshakeTimeout must be positive")
+        try check(self.effectiveKeepaliveInterval > .zero, "keepaliveInterval must be positive")
+        try check(self.maxAckDelay >= .zero && self.maxAckDelay <= .seconds(1), "maxAckDelay must be 0...1 s")
+        try check(self.minimumRetransmissionTimeout > .zero, "minimumRetransmissionTimeout must be positive")
+        try check(self.initialRTT > .zero, "initialRTT must be positive")
+        try check(self.unreliableReassemblyTimeout > .zero, "unreliableReassemblyTimeout must be positive")
+        try check(self.cookieThreshold >= 0, "cookieThreshold must not be negative")
+        try check(self.maximumPendingRequests >= 1, "maximumPendingRequests must be positive")
+    }
+}

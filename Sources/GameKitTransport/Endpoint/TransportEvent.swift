@@ -1,0 +1,58 @@
+import NIOCore
+
+/// Identifies a link within its endpoint (the endpoint's 32-bit index for it, which the peer puts
+/// in every packet it sends on the link).
+public struct LinkID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt32
+
+    public init(rawValue: UInt32) {
+        self.rawValue = rawValue
+    }
+
+    public var description: String { "link \(self.rawValue)" }
+}
+
+/// An initiator's request to open a link, waiting for the application to accept or deny it.
+public struct ConnectionRequest: Sendable {
+    public struct ID: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: UInt64
+        public var description: String { "request \(self.rawValue)" }
+    }
+
+    public let id: ID
+    /// Where the initiation came from.
+    public let remoteAddress: SocketAddress
+    /// What the initiator sent with it (who it is, what it wants).
+    public let payload: ByteBuffer
+}
+
+/// Why a connection request went away unanswered.
+public enum ConnectionRequestWithdrawal: Sendable, Equatable {
+    /// The initiator cancelled.
+    case cancelled
+    /// The initiator's own timeout expired.
+    case timedOut
+    /// The initiator stopped repeating its initiation (it went away).
+    case expired
+}
+
+/// What an endpoint reports to its application, in order, on the endpoint's event loop.
+public enum TransportEvent: Sendable {
+    /// Someone asks to open a link: call `accept` or `deny` with the request's ID.
+    case connectionRequest(ConnectionRequest)
+    /// A request went away before it was answered.
+    case connectionRequestWithdrawn(ConnectionRequest.ID, ConnectionRequestWithdrawal)
+    /// A link is open both ways. `payload` is what the peer put in its handshake message.
+    case linkOpened(LinkID, remoteAddress: SocketAddress, payload: ByteBuffer)
+    /// A `connect` did not succeed.
+    case connectFailed(LinkID, TransportError)
+    /// A message arrived.
+    case received(ByteBuffer, link: LinkID, mode: SendMode)
+    /// The link closed; nothing more arrives on it.
+    case linkClosed(LinkID, LinkCloseReason)
+    /// A send failed with ``TransportError/bufferFull`` and the buffer has drained to half.
+    case sendBufferAvailable(LinkID)
+    /// An initiation from `remoteAddress` was refused because it did not authenticate (the
+    /// initiator holds another password). The initiator learns the same.
+    case handshakeFailed(remoteAddress: SocketAddress, TransportError)
+}

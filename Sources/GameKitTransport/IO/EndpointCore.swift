@@ -1,0 +1,353 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The endpoint's state machine behind a lock, and the event-loop cycle that drives it.
+///
+/// Application calls (send, accept, close…) may come from any thread: they take the lock, act on
+/// the machine at once (so "buffer full" or "unknown request" is known synchronously) and ask the
+/// event loop for a cycle. The cycle, always on the event loop, takes the machine's events and
+/// datagrams under the lock, then — with the lock released — hands events to the application,
+/// resumes waiting tasks, writes the datagrams and re-arms the single timer. The application's
+/// callbacks therefore never run under the lock and may call back into the endpoint freely.
+final class EndpointCore: @unchecked Sendable {
+    /// Datagrams written per cycle before yielding to reads (another cycle follows at once).
+    static let datagramsPerCycle = 512
+    /// Datagrams read before a cycle runs in the middle of a read batch, so that acknowledgements
+    /// go out while a large batch (up to megabytes with receive offload) is still being processed.
+    static let datagramsPerAcknowledgement = 32
+
+    let eventLoop: EventLoop
+    private let onEvent: @Sendable (TransportEvent) -> Void
+    private let lock = NIOLock()
+
+    // MARK: Guarded by `lock`
+    private var machine: EndpointMachine
+    private var cycleRequested = false
+    private var inCycle = false
+    private var isShutDown = false
+    private typealias OpenWaiter = CheckedContinuation<Result<OpenedLink, TransportError>, Never>
+    private typealias SpaceWaiter = CheckedContinuation<Result<Void, TransportError>?, Never>
+    private var openWaiters: [LinkID: OpenWaiter] = [:]
+    private var spaceWaiters: [LinkID: [(token: UInt64, continuation: SpaceWaiter)]] = [:]
+    private var nextWaiterToken: UInt64 = 0
+
+    // MARK: Event loop only
+    private var channel: Channel?
+    private var batcher: DatagramBatcher
+    private var timer: Scheduled<Void>?
+    private var timerDeadline: NIODeadline?
+    private var pendingEvents: [TransportEvent] = []
+    private var datagramsSinceCycle = 0
+
+    init(machine: EndpointMachine, eventLoop: EventLoop, segmentationOffload: Bool, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
+        self.machine = machine
+        self.eventLoop = eventLoop
+        self.onEvent = onEvent
+        self.batcher = DatagramBatcher(segmentationOffload: segmentationOffload)
+    }
+
+    func attach(_ channel: Channel) {
+        self.eventLoop.preconditionInEventLoop()
+        self.channel = channel
+    }
+
+    // MARK: - Application side (any thread)
+
+    /// Runs `body` on the machine under the lock and schedules a cycle.
+    func perform<Result>(_ body: (inout EndpointMachine, NIODeadline) throws(TransportError) -> Result) throws(TransportError) -> Result {
+        self.lock.lock()
+        guard !self.isShutDown else {
+            self.lock.unlock()
+            throw .endpointClosed
+        }
+        let result: Result
+        do {
+            result = try body(&self.machine, .now())
+        } catch {
+            self.lock.unlock()
+            throw error
+        }
+        let schedule = self.requestCycleLocked()
+        self.lock.unlock()
+        if schedule { self.scheduleCycle() }
+        return result
+    }
+
+    /// Reads the machine under the lock.
+    func read<Result>(_ body: (EndpointMachine) -> Result) -> Result {
+        self.lock.withLock { body(self.machine) }
+    }
+
+    /// Starts a handshake and waits for its outcome; cancelling the task cancels the handshake.
+    func openLink(to address: SocketAddress, payload: ByteBuffer, timeout: TimeAmount?) async throws(TransportError) -> OpenedLink {
+        let started = NIOLockedValueBox<LinkID?>(nil)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: OpenWaiter) in
+                self.lock.lock()
+                guard !self.isShutDown else {
+                    self.lock.unlock()
+                    continuation.resume(returning: .failure(.endpointClosed))
+                    return
+                }
+                do throws(TransportError) {
+                    // The waiter is registered under the same lock as the handshake starts, so the
+                    // outcome cannot slip past it.
+                    let link = try self.machine.connect(to: address, payload: payload, timeout: timeout, now: .now())
+                    self.openWaiters[link] = continuation
+                    started.withLockedValue { $0 = link }
+                    let schedule = self.requestCycleLocked()
+                    self.lock.unlock()
+                    if schedule { self.scheduleCycle() }
+                    if Task.isCancelled { self.cancelOpen(link) }
+                } catch {
+                    self.lock.unlock()
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        } onCancel: {
+            if let link = started.withLockedValue({ $0 }) { self.cancelOpen(link) }
+        }
+        return try result.get()
+    }
+
+    private func cancelOpen(_ link: LinkID) {
+        _ = try? self.perform { machine, now in machine.cancelConnect(link, now: now) }
+    }
+
+    /// Sends, waiting (without blocking a thread) while the link's send buffer is full.
+    func write(_ message: ByteBuffer, on link: LinkID, mode: SendMode) async throws(TransportError) {
+        while true {
+            let token = self.lock.withLock { () -> UInt64 in
+                self.nextWaiterToken += 1
+                return self.nextWaiterToken
+            }
+            let outcome: Result<Void, TransportError>? = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: SpaceWaiter) in
+                    self.lock.lock()
+                    guard !self.isShutDown else {
+                        self.lock.unlock()
+                        continuation.resume(returning: .failure(.endpointClosed))
+                        return
+                    }
+                    do throws(TransportError) {
+                        try self.machine.send(message, on: link, mode: mode)
+                    } catch .bufferFull {
+                        if Task.isCancelled {
+                            self.lock.unlock()
+                            continuation.resume(returning: .failure(.cancelled))
+                        } else {
+                            // Resumed with nil when room is released (or the link closes): try again.
+                            self.spaceWaiters[link, default: []].append((token, continuation))
+                            self.lock.unlock()
+                        }
+                        return
+                    } catch {
+                        self.lock.unlock()
+                        continuation.resume(returning: .failure(error))
+                        return
+                    }
+                    let schedule = self.requestCycleLocked()
+                    self.lock.unlock()
+                    if schedule { self.scheduleCycle() }
+                    continuation.resume(returning: .success(()))
+                }
+            } onCancel: {
+                let waiter = self.lock.withLock { () -> SpaceWaiter? in
+                    guard let index = self.spaceWaiters[link]?.firstIndex(where: { $0.token == token }) else { return nil }
+                    return self.spaceWaiters[link]!.remove(at: index).continuation
+                }
+                waiter?.resume(returning: .failure(.cancelled))
+            }
+            switch outcome {
+            case .success: return
+            case .failure(let error): throw error
+            case .none: continue
+            }
+        }
+    }
+
+    /// Closes every link, withdraws every handshake and closes the socket.
+    func shutdown() async {
+        let alreadyShutDown = self.lock.withLock { () -> Bool in
+            if self.isShutDown { return true }
+            self.machine.closeAll(now: .now())
+            return false
+        }
+        guard !alreadyShutDown else { return }
+        try? await self.eventLoop.submit {
+            self.runCycle()
+            self.lock.withLock { self.isShutDown = true }
+            self.timer?.cancel()
+            self.timer = nil
+        }.get()
+        try? await self.channel?.close()
+        let (opens, spaces) = self.lock.withLock { () -> ([OpenWaiter], [SpaceWaiter]) in
+            let opens = Array(self.openWaiters.values)
+            let spaces = self.spaceWaiters.values.flatMap { $0.map(\.continuation) }
+            self.openWaiters.removeAll()
+            self.spaceWaiters.removeAll()
+            return (opens, spaces)
+        }
+        for waiter in opens { waiter.resume(returning: .failure(.endpointClosed)) }
+        for waiter in spaces { waiter.resume(returning: .failure(.endpointClosed)) }
+    }
+
+    // MARK: - Event loop side
+
+    /// Hands a received datagram (or receive-offload batch) to the machine.
+    func receive(_ envelope: AddressedEnvelope<ByteBuffer>) {
+        let data = envelope.data
+        guard let segmentSize = envelope.metadata?.segmentSize, segmentSize > 0, data.readableBytes > segmentSize else {
+            self.receive(data, from: envelope.remoteAddress)
+            return
+        }
+        var offset = 0
+        while offset < data.readableBytes {
+            let length = min(segmentSize, data.readableBytes - offset)
+            self.receive(data.getSlice(at: data.readerIndex + offset, length: length)!, from: envelope.remoteAddress)
+            offset += length
+        }
+    }
+
+    private func receive(_ datagram: ByteBuffer, from address: SocketAddress) {
+        let now = NIODeadline.now()
+        self.lock.withLock { self.machine.handleDatagram(datagram, from: address, now: now) }
+        self.datagramsSinceCycle += 1
+        if self.datagramsSinceCycle >= Self.datagramsPerAcknowledgement {
+            self.runCycle()
+        }
+    }
+
+    /// One cycle: events to the application, waiters resumed, datagrams written, timer re-armed.
+    /// Repeats while the application's callbacks queue more work.
+    func runCycle() {
+        self.eventLoop.preconditionInEventLoop()
+        self.datagramsSinceCycle = 0
+        var rounds = 0
+        while true {
+            rounds += 1
+            let (envelopes, more, opened, released) = self.lock.withLock { () -> ([AddressedEnvelope<ByteBuffer>], Bool, [(OpenWaiter, Result<OpenedLink, TransportError>)], [SpaceWaiter]) in
+                self.cycleRequested = false
+                self.inCycle = true
+                while let event = self.machine.popEvent() { self.pendingEvents.append(event) }
+                let (envelopes, more) = self.collectDatagramsLocked()
+                return (envelopes, more, self.takeOpenWaitersLocked(), self.takeSpaceWaitersLocked())
+            }
+            for event in self.pendingEvents { self.onEvent(event) }
+            self.pendingEvents.removeAll(keepingCapacity: true)
+            for (waiter, result) in opened { waiter.resume(returning: result) }
+            for waiter in released { waiter.resume(returning: nil) }
+            if let channel = self.channel, !envelopes.isEmpty {
+                for envelope in envelopes { channel.write(envelope, promise: nil) }
+                channel.flush()
+            }
+            let again = self.lock.withLock { () -> Bool in
+                self.inCycle = false
+                return self.cycleRequested || more
+            }
+            if !again { break }
+            if rounds >= 4 {
+                // Let reads and other tasks in before continuing.
+                self.lock.withLock { self.cycleRequested = true }
+                self.scheduleCycle()
+                break
+            }
+        }
+        self.rearmTimer()
+    }
+
+    // MARK: - Private (lock held)
+
+    /// Returns true when the caller must schedule a cycle on the event loop.
+    private func requestCycleLocked() -> Bool {
+        guard !self.cycleRequested else { return false }
+        self.cycleRequested = true
+        return !self.inCycle
+    }
+
+    private func collectDatagramsLocked() -> ([AddressedEnvelope<ByteBuffer>], Bool) {
+        guard let channel = self.channel, channel.isWritable, !self.isShutDown else { return ([], false) }
+        let now = NIODeadline.now()
+        var buffer = channel.allocator.buffer(capacity: 64 * 1024)
+        var count = 0
+        while count < Self.datagramsPerCycle {
+            let start = buffer.writerIndex
+            guard let address = self.machine.pollDatagram(now: now, into: &buffer) else {
+                return (self.batcher.takeEnvelopes(from: buffer), false)
+            }
+            self.batcher.add(address: address, start: start, length: buffer.writerIndex - start)
+            count += 1
+        }
+        return (self.batcher.takeEnvelopes(from: buffer), true)
+    }
+
+    private func takeOpenWaitersLocked() -> [(OpenWaiter, Result<OpenedLink, TransportError>)] {
+        guard !self.openWaiters.isEmpty else { return [] }
+        var resumed: [(OpenWaiter, Result<OpenedLink, TransportError>)] = []
+        for event in self.pendingEvents {
+            switch event {
+            case .linkOpened(let link, let address, let payload):
+                if let waiter = self.openWaiters.removeValue(forKey: link) {
+                    resumed.append((waiter, .success(OpenedLink(id: link, remoteAddress: address, payload: payload))))
+                }
+            case .connectFailed(let link, let error):
+                if let waiter = self.openWaiters.removeValue(forKey: link) {
+                    resumed.append((waiter, .failure(error)))
+                }
+            default:
+                break
+            }
+        }
+        return resumed
+    }
+
+    private func takeSpaceWaitersLocked() -> [SpaceWaiter] {
+        var links = self.machine.releasedSpace
+        self.machine.releasedSpace.removeAll(keepingCapacity: true)
+        for event in self.pendingEvents {
+            if case .linkClosed(let link, _) = event { links.append(link) }
+        }
+        guard !self.spaceWaiters.isEmpty else { return [] }
+        var resumed: [SpaceWaiter] = []
+        for link in links {
+            if let waiters = self.spaceWaiters.removeValue(forKey: link) {
+                resumed.append(contentsOf: waiters.map(\.continuation))
+            }
+        }
+        return resumed
+    }
+
+    // MARK: - Private (event loop)
+
+    private func scheduleCycle() {
+        self.eventLoop.execute { self.runCycle() }
+    }
+
+    private func rearmTimer() {
+        let next = self.lock.withLock { self.isShutDown ? nil : self.machine.nextDeadline }
+        guard let next else {
+            self.timer?.cancel()
+            self.timer = nil
+            self.timerDeadline = nil
+            return
+        }
+        if let current = self.timerDeadline, current <= next, self.timer != nil { return }
+        self.timer?.cancel()
+        self.timerDeadline = next
+        self.timer = self.eventLoop.scheduleTask(deadline: next) {
+            self.timer = nil
+            self.timerDeadline = nil
+            let now = NIODeadline.now()
+            self.lock.withLock { self.machine.handleTimeouts(now: now) }
+            self.runCycle()
+        }
+    }
+}
+
+/// A link opened by ``TransportEndpoint/openLink(to:payload:timeout:)``.
+public struct OpenedLink: Sendable {
+    public let id: LinkID
+    public let remoteAddress: SocketAddress
+    /// What the responder put in its accept.
+    public let payload: ByteBuffer
+}

@@ -1,0 +1,20 @@
+import NIOCore
+
+extension TransportEndpoint {
+    /// A valid initiation datagram, as an endpoint with `configuration` would send it, without an
+    /// endpoint: for tools that test a responder's defences (e.g. a flood from many sources).
+    @_spi(Testing)
+    public static func makeInitiation(configuration: TransportConfiguration = TransportConfiguration(), payload: ByteBuffer = ByteBuffer()) throws -> ByteBuffer {
+        let handshake = try InitiatorHandshake(
+            localIndex: UInt32.random(in: 1...UInt32.max),
+            remoteAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 9),
+            psk: PreSharedKey(password: configuration.preSharedKey),
+            parameters: configuration.localParameters,
+            payload: payload,
+            maxDatagramSize: configuration.maxDatagramSize,
+            now: .now(),
+            timeout: .seconds(1)
+        )
+        return handshake.datagram()
+    }
+}

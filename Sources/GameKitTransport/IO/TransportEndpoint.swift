@@ -1,0 +1,201 @@
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One UDP socket carrying any number of encrypted links to other endpoints.
+///
+/// ```swift
+/// let server = try await TransportEndpoint.bind(host: "::", port: 7000) { event in
+///     if case .connectionRequest(let request) = event { _ = try? server.accept(request.id) }
+///     if case .received(let message, let link, _) = event { print(link, message.readableBytes) }
+/// }
+/// let client = try await TransportEndpoint.bind(host: "::", port: 0) { _ in }
+/// let link = try await client.openLink(to: server.localAddress)
+/// try await client.write(ByteBuffer(string: "hello"), on: link.id)
+/// ```
+///
+/// Every method may be called from any thread. Events are delivered in order on the endpoint's
+/// event loop, one at a time; handlers should not block it.
+public final class TransportEndpoint: Sendable {
+    /// The address the socket is bound to (with the ephemeral port resolved).
+    public let localAddress: SocketAddress
+    /// The event loop events are delivered on.
+    public var eventLoop: EventLoop { self.core.eventLoop }
+
+    let core: EndpointCore
+    private let channel: Channel
+
+    private init(localAddress: SocketAddress, core: EndpointCore, channel: Channel) {
+        self.localAddress = localAddress
+        self.core = core
+        self.channel = channel
+    }
+
+    // MARK: - Binding
+
+    /// Binds a socket to `host` (an IPv4 or IPv6 literal, "0.0.0.0" or "::" for all) and `port`
+    /// (0 for an ephemeral port).
+    public static func bind(
+        host: String,
+        port: Int,
+        configuration: TransportConfiguration = TransportConfiguration(),
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onEvent: @escaping @Sendable (TransportEvent) -> Void
+    ) async throws -> TransportEndpoint {
+        try await self.bind(
+            to: SocketAddress(ipAddress: host, port: port),
+            configuration: configuration,
+            group: group,
+            onEvent: onEvent
+        )
+    }
+
+    /// Binds a socket to `address`.
+    public static func bind(
+        to address: SocketAddress,
+        configuration: TransportConfiguration = TransportConfiguration(),
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onEvent: @escaping @Sendable (TransportEvent) -> Void
+    ) async throws -> TransportEndpoint {
+        let machine = try EndpointMachine(configuration: configuration, now: .now())
+        let eventLoop = group.next()
+        let offload = configuration.segmentationOffload && System.supportsUDPSegmentationOffload
+        let receiveOffload = configuration.segmentationOffload && System.supportsUDPReceiveOffload
+        let core = EndpointCore(machine: machine, eventLoop: eventLoop, segmentationOffload: offload, onEvent: onEvent)
+
+        // Vector reads (recvmmsg): 64 slots of 2 KB, or 16 slots of 64 KB when the kernel may
+        // hand over receive-offload batches.
+        let slots = receiveOffload ? 16 : 64
+        let slotSize = receiveOffload ? 65_536 : 2_048
+        var bootstrap = DatagramBootstrap(group: eventLoop)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.datagramVectorReadMessageCount, value: slots)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slots * slotSize))
+            .channelOption(.maxMessagesPerRead, value: 4)
+            .channelOption(.writeBufferWaterMark, value: .init(low: 1 << 20, high: 4 << 20))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(EndpointChannelHandler(core: core))
+                }
+            }
+        if receiveOffload {
+            bootstrap = bootstrap
+                .channelOption(.datagramReceiveOffload, value: true)
+                .channelOption(.datagramReceiveSegmentSize, value: true)
+        }
+        let channel = try await bootstrap.bind(to: address).get()
+        await Self.enlargeSocketBuffers(channel, to: configuration.socketBufferSize)
+        try await eventLoop.submit { core.attach(channel) }.get()
+        guard let local = channel.localAddress else {
+            try? await channel.close()
+            throw TransportError.invalidConfiguration("socket has no local address")
+        }
+        return TransportEndpoint(localAddress: local, core: core, channel: channel)
+    }
+
+    /// Asks for large kernel buffers: forced beyond the system maximum where permitted
+    /// (CAP_NET_ADMIN), else as large as the system allows.
+    private static func enlargeSocketBuffers(_ channel: Channel, to size: Int) async {
+        let value = SocketOptionValue(clamping: size)
+        for (forced, plain) in [(SO_RCVBUFFORCE, SO_RCVBUF), (SO_SNDBUFFORCE, SO_SNDBUF)] {
+            do {
+                try await channel.setOption(Self.socketOption(forced), value: value).get()
+            } catch {
+                try? await channel.setOption(Self.socketOption(plain), value: value).get()
+            }
+        }
+    }
+
+    private static func socketOption(_ name: CInt) -> ChannelOptions.Types.SocketOption {
+        ChannelOptions.Types.SocketOption(level: NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET), name: NIOBSDSocket.Option(rawValue: name))
+    }
+
+    // MARK: - Opening links
+
+    /// Starts a handshake with the endpoint at `address`, carrying `payload` (at most
+    /// `maxDatagramSize - 92` bytes) to its application. The outcome arrives as
+    /// ``TransportEvent/linkOpened(_:remoteAddress:payload:)`` or
+    /// ``TransportEvent/connectFailed(_:_:)`` with the returned ID. `timeout` defaults to the
+    /// configuration's handshake timeout.
+    public func connect(to address: SocketAddress, payload: ByteBuffer = ByteBuffer(), timeout: TimeAmount? = nil) throws(TransportError) -> LinkID {
+        try self.core.perform { machine, now throws(TransportError) in
+            try machine.connect(to: address, payload: payload, timeout: timeout, now: now)
+        }
+    }
+
+    /// Opens a link and returns once it is open; throws what `connect` would report as failure.
+    /// Cancelling the task withdraws the handshake.
+    public func openLink(to address: SocketAddress, payload: ByteBuffer = ByteBuffer(), timeout: TimeAmount? = nil) async throws(TransportError) -> OpenedLink {
+        try await self.core.openLink(to: address, payload: payload, timeout: timeout)
+    }
+
+    /// Withdraws a handshake started with `connect`; the responder is told at once. Returns false
+    /// when the handshake had already ended.
+    @discardableResult
+    public func cancelConnect(_ link: LinkID) -> Bool {
+        (try? self.core.perform { machine, now in machine.cancelConnect(link, now: now) }) ?? false
+    }
+
+    /// Accepts a connection request. `payload` goes back to the initiator (it may be at most as
+    /// large as the initiator's own payload allowed room for). The returned link opens, with
+    /// ``TransportEvent/linkOpened(_:remoteAddress:payload:)``, when the initiator confirms.
+    public func accept(_ request: ConnectionRequest.ID, payload: ByteBuffer = ByteBuffer()) throws(TransportError) -> LinkID {
+        try self.core.perform { machine, now throws(TransportError) in
+            try machine.accept(request, payload: payload, now: now)
+        }
+    }
+
+    /// Denies a connection request; the initiator fails with ``TransportError/denied(code:)``.
+    public func deny(_ request: ConnectionRequest.ID, code: UInt16 = 0) throws(TransportError) {
+        try self.core.perform { machine, now throws(TransportError) in
+            try machine.deny(request, code: code, now: now)
+        }
+    }
+
+    // MARK: - Messages
+
+    /// Queues a message without waiting. Throws ``TransportError/bufferFull`` when the link's send
+    /// buffer is full, ``TransportError/dataTooBig(size:limit:)`` when the message is larger than
+    /// the link carries, ``TransportError/linkNotOpen`` when the link is gone.
+    public func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode = .reliable) throws(TransportError) {
+        try self.core.perform { machine, _ throws(TransportError) in
+            try machine.send(message, on: link, mode: mode)
+        }
+    }
+
+    /// Queues a message, waiting while the link's send buffer is full.
+    public func write(_ message: ByteBuffer, on link: LinkID, mode: SendMode = .reliable) async throws(TransportError) {
+        try await self.core.write(message, on: link, mode: mode)
+    }
+
+    /// Closes a link after delivering what is queued on it; the peer is told at once after that.
+    public func close(_ link: LinkID, code: UInt16 = 0) throws(TransportError) {
+        try self.core.perform { machine, now throws(TransportError) in
+            try machine.close(link, code: code, now: now)
+        }
+    }
+
+    // MARK: - Introspection
+
+    /// The counters and estimates of a link, or nil when it is gone.
+    public func statistics(for link: LinkID) -> LinkStatistics? {
+        self.core.read { $0.linkStatistics(link) }
+    }
+
+    /// The endpoint's counters.
+    public var statistics: EndpointStatistics {
+        self.core.read { $0.endpointStatistics }
+    }
+
+    /// Closes every link (telling the peers), withdraws handshakes and closes the socket.
+    public func shutdown() async {
+        await self.core.shutdown()
+    }
+}

@@ -1,0 +1,252 @@
+import NIOCore
+
+/// The application code sent in the CLOSE frame when the peer broke the protocol.
+let protocolViolationCloseCode: UInt16 = 0xFFFF
+
+extension LinkMachine {
+    /// What became of a received data packet.
+    enum ReceiveOutcome: Equatable {
+        case accepted
+        /// A replay or duplicate: dropped by the replay window before decryption.
+        case duplicate
+        /// Did not authenticate: dropped.
+        case unauthenticated
+    }
+
+    // MARK: - Packets
+
+    /// Authenticates, decrypts and processes one data packet from `address`.
+    mutating func receive(
+        datagram: ByteBuffer,
+        header: DataPacketHeader,
+        from address: SocketAddress,
+        now: NIODeadline
+    ) -> ReceiveOutcome {
+        if self.state == .closed { return .unauthenticated }
+        let packetNumber = header.packetNumber
+        guard self.replayWindow.isFresh(packetNumber) else {
+            self.statistics.duplicatePacketsDropped += 1
+            return .duplicate
+        }
+        let headerBytes = datagram.getSlice(at: datagram.readerIndex, length: DataPacketHeader.size)!
+        let sealed = datagram.getSlice(
+            at: datagram.readerIndex + DataPacketHeader.size,
+            length: datagram.readableBytes - DataPacketHeader.size
+        )!
+        guard let plaintext = AEAD.open(sealed, key: self.receiveKey, counter: packetNumber, authenticating: headerBytes) else {
+            return .unauthenticated
+        }
+        self.replayWindow.record(packetNumber)
+        self.lastReceiveTime = now
+        self.statistics.packetsReceived += 1
+        self.statistics.datagramBytesReceived += UInt64(datagram.readableBytes)
+        // An authenticated packet from a new address means the peer moved (NAT rebinding).
+        if address != self.remoteAddress {
+            self.remoteAddress = address
+        }
+        switch self.state {
+        case .awaitingConfirmation:
+            self.state = .open
+            if let sentAt = self.responseSentAt {
+                // The response went out once and the initiator answered it at once: a first sample.
+                self.rtt.addSample(now - sentAt, ackDelay: .zero)
+            }
+            self.events.append(.confirmed)
+        case .draining(let until, let answerWithClose):
+            self.absorbWhileDraining(plaintext, until: until, answerWithClose: answerWithClose)
+            return .accepted
+        case .closed:
+            return .accepted
+        case .open, .closing:
+            break
+        }
+        self.processFrames(plaintext, packetNumber: packetNumber, now: now)
+        return .accepted
+    }
+
+    /// A closed link answers a late packet with CLOSE, unless the packet is itself a CLOSE (so that
+    /// two sides closing at once do not answer each other forever).
+    private mutating func absorbWhileDraining(_ plaintext: ByteBuffer, until: NIODeadline, answerWithClose: Bool) {
+        var reader = FrameReader(plaintext)
+        while let frame = try? reader.next() {
+            if case .close = frame {
+                self.state = .draining(until: until, answerWithClose: false)
+                self.pendingClose = nil
+                return
+            }
+        }
+        if answerWithClose {
+            self.pendingClose = self.closeCodeForAnswers
+        }
+    }
+
+    private mutating func processFrames(_ plaintext: ByteBuffer, packetNumber: UInt64, now: NIODeadline) {
+        var reader = FrameReader(plaintext)
+        var isAckEliciting = false
+        do {
+            while let frame = try reader.next() {
+                switch frame {
+                case .ping:
+                    isAckEliciting = true
+                case .ack(let ack):
+                    guard self.processAck(ack, now: now) else {
+                        self.abort(code: protocolViolationCloseCode, reason: .protocolViolation("acknowledgement of a packet never sent"), now: now)
+                        return
+                    }
+                case .reliable(let offset, let data):
+                    isAckEliciting = true
+                    try self.receiveStream.receive(offset: offset, data: data)
+                    while let message = self.receiveStream.nextMessage() {
+                        self.statistics.reliableMessagesReceived += 1
+                        self.statistics.messageBytesReceived += UInt64(message.readableBytes)
+                        self.events.append(.message(message, .reliable))
+                    }
+                case .unreliable(let message):
+                    isAckEliciting = true
+                    self.deliverUnreliable(message)
+                case .unreliableFragment(let fragment):
+                    isAckEliciting = true
+                    if let message = self.reassembler.receive(fragment, now: now) {
+                        self.deliverUnreliable(message)
+                    }
+                case .window(let maxOffset):
+                    isAckEliciting = true
+                    self.peerStreamLimit = max(self.peerStreamLimit, maxOffset)
+                case .close(let code):
+                    self.terminate(reason: .closedByPeer(code: code), now: now)
+                    return
+                }
+            }
+        } catch let error as FrameDecodingError {
+            self.abort(code: protocolViolationCloseCode, reason: .protocolViolation("malformed frame: \(error)"), now: now)
+            return
+        } catch let error as ReceiveStreamError {
+            self.abort(code: protocolViolationCloseCode, reason: .protocolViolation("reliable stream: \(error)"), now: now)
+            return
+        } catch {
+            preconditionFailure("unexpected error \(error)")
+        }
+        self.ackTracker.onPacketReceived(packetNumber, isAckEliciting: isAckEliciting, now: now, maxAckDelay: self.parameters.maxAckDelay)
+        if self.receiveStream.windowUpdate() != nil {
+            self.pendingWindowUpdate = true
+        }
+    }
+
+    private mutating func deliverUnreliable(_ message: ByteBuffer) {
+        self.statistics.unreliableMessagesReceived += 1
+        self.statistics.messageBytesReceived += UInt64(message.readableBytes)
+        self.events.append(.message(message, .unreliable))
+    }
+
+    // MARK: - Acknowledgements
+
+    /// Applies an ACK frame: RTT sample, acknowledged data, congestion window growth, loss
+    /// detection. Returns false when it acknowledges a packet never sent.
+    private mutating func processAck(_ ack: AckFrame, now: NIODeadline) -> Bool {
+        let largest = ack.largest
+        guard largest < self.nextPacketNumber else { return false }
+
+        if let index = self.sentLog.index(of: largest) {
+            let packet = self.sentLog[index]
+            if packet.state == .outstanding, packet.isAckEliciting {
+                let delay = TimeAmount.microseconds(Int64(min(ack.ackDelayMicroseconds, 1_000_000)))
+                self.rtt.addSample(now - packet.timeSent, ackDelay: min(delay, self.parameters.peerMaxAckDelay))
+            }
+        }
+
+        var released = 0
+        var newlyAcknowledged = false
+        var acknowledgedOriginal = false
+        let smoothedRTT = self.rtt.smoothedOrInitial
+        for range in ack.ranges {
+            guard let last = self.sentLog.lastPacketNumber else { break }
+            let low = max(range.lowerBound, self.sentLog.firstPacketNumber)
+            let high = min(range.upperBound, last)
+            guard low <= high else { continue }
+            for packetNumber in low...high {
+                let index = Int(packetNumber - self.sentLog.firstPacketNumber)
+                var packet = self.sentLog[index]
+                switch packet.state {
+                case .acknowledged:
+                    continue
+                case .lost:
+                    // Declared lost too early; its data may still be queued for sending again.
+                    packet.state = .acknowledged
+                    if let timeout = self.lastTimeout, packet.timeSent < timeout { acknowledgedOriginal = true }
+                case .outstanding:
+                    packet.state = .acknowledged
+                    if let timeout = self.lastTimeout, packet.timeSent < timeout { acknowledgedOriginal = true }
+                    if packet.isAckEliciting {
+                        newlyAcknowledged = true
+                        self.congestion.onPacketAcknowledged(bytes: packet.size, timeSent: packet.timeSent, now: now, smoothedRTT: smoothedRTT)
+                    }
+                }
+                self.sentLog[index] = packet
+                if let streamRange = packet.streamRange {
+                    released += self.sendStream.acknowledge(streamRange)
+                }
+            }
+        }
+        self.largestAcknowledged = max(self.largestAcknowledged ?? 0, largest)
+        if self.congestion.isRecoveringFromTimeout, newlyAcknowledged || acknowledgedOriginal {
+            // Eifel detection (RFC 3522): the first acknowledgement after a timeout covers a
+            // packet sent before it, so the timeout was spurious.
+            self.congestion.onAcknowledgementAfterTimeout(originalTransmissionAcknowledged: acknowledgedOriginal)
+        }
+        self.detectLosses(now: now)
+        self.congestion.onAcknowledgementsProcessed()
+        self.sentLog.pruneFront()
+        if newlyAcknowledged {
+            // RFC 6298 (5.3): new data acknowledged restarts the timer, and the back-off ends.
+            self.retransmissionBackoff = 0
+            self.retransmissionDeadline = self.hasOutstandingAckElicitingPackets ? now + self.currentRetransmissionTimeout : nil
+        }
+        self.release(released)
+        return true
+    }
+
+    var hasOutstandingAckElicitingPackets: Bool { self.congestion.bytesInFlight > 0 }
+
+    /// Declares lost every outstanding packet three packets or 9/8 RTT older than the largest
+    /// acknowledged one (RFC 9002 §6.1: fast retransmit by packet and by time threshold), and arms
+    /// the loss timer for the first one that may still arrive.
+    mutating func detectLosses(now: NIODeadline) {
+        guard let largestAcknowledged = self.largestAcknowledged else { return }
+        self.lossDeadline = nil
+        let reference = max(self.rtt.latest, self.rtt.smoothedOrInitial)
+        let lossDelay = max(reference + reference / 8, RTTEstimator.granularity)
+        var index = 0
+        while index < self.sentLog.count {
+            let packet = self.sentLog[index]
+            if packet.packetNumber > largestAcknowledged { break }
+            if packet.state == .outstanding, packet.isAckEliciting {
+                if packet.timeSent + lossDelay <= now || largestAcknowledged >= packet.packetNumber + 3 {
+                    self.declareLost(at: index, now: now, byTimer: false)
+                } else {
+                    let deadline = packet.timeSent + lossDelay
+                    self.lossDeadline = min(self.lossDeadline ?? deadline, deadline)
+                }
+            }
+            index += 1
+        }
+    }
+
+    /// Marks a packet lost: its reliable data and window update will be sent again.
+    mutating func declareLost(at index: Int, now: NIODeadline, byTimer: Bool) {
+        var packet = self.sentLog[index]
+        packet.state = .lost
+        self.sentLog[index] = packet
+        self.statistics.packetsLost += 1
+        if byTimer {
+            self.congestion.onPacketDiscarded(bytes: packet.size)
+        } else {
+            self.congestion.onPacketLost(bytes: packet.size, timeSent: packet.timeSent, now: now)
+        }
+        if let streamRange = packet.streamRange {
+            self.sendStream.declareLost(streamRange)
+        }
+        if packet.carriesWindowUpdate {
+            self.pendingWindowUpdate = true
+        }
+    }
+}

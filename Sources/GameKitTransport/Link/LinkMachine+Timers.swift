@@ -1,0 +1,94 @@
+import NIOCore
+
+extension LinkMachine {
+    /// The earliest time `handleTimeout` has something to do, or nil.
+    var nextDeadline: NIODeadline? {
+        var deadline: NIODeadline?
+        func consider(_ candidate: NIODeadline?) {
+            guard let candidate else { return }
+            deadline = min(deadline ?? candidate, candidate)
+        }
+        switch self.state {
+        case .closed:
+            return nil
+        case .draining(let until, _):
+            return until
+        case .awaitingConfirmation(let confirmBy):
+            return confirmBy
+        case .closing(_, let flushBy):
+            consider(flushBy)
+        case .open:
+            consider(self.lastSendTime + self.parameters.keepaliveInterval)
+        }
+        consider(self.lastReceiveTime + self.parameters.disconnectTimeout)
+        consider(self.retransmissionDeadline)
+        consider(self.lossDeadline)
+        consider(self.pacingDeadline)
+        consider(self.ackTracker.deadline)
+        consider(self.reassembler.nextExpiry)
+        return deadline
+    }
+
+    /// Runs every timer that is due at `now`.
+    mutating func handleTimeout(now: NIODeadline) {
+        switch self.state {
+        case .closed:
+            return
+        case .draining(let until, _):
+            if now >= until { self.state = .closed }
+            return
+        case .awaitingConfirmation(let confirmBy):
+            if now >= confirmBy {
+                self.terminate(reason: .handshakeNotConfirmed, now: now)
+            }
+            return
+        case .closing(let code, let flushBy):
+            if now >= flushBy {
+                self.finishClosing(code: code, reason: .closedLocally(code: code), now: now)
+                return
+            }
+        case .open:
+            break
+        }
+        if now >= self.lastReceiveTime + self.parameters.disconnectTimeout {
+            // Tell the peer too, in case only its direction broke.
+            self.finishClosing(code: timeoutCloseCode, reason: .timedOut, now: now)
+            return
+        }
+        if let deadline = self.lossDeadline, now >= deadline {
+            self.detectLosses(now: now)
+            self.sentLog.pruneFront()
+        }
+        if let deadline = self.retransmissionDeadline, now >= deadline {
+            self.onRetransmissionTimeout(now: now)
+        }
+        if let deadline = self.pacingDeadline, now >= deadline {
+            self.pacingDeadline = nil
+        }
+        if self.state == .open, now >= self.lastSendTime + self.parameters.keepaliveInterval {
+            self.pendingPing = true
+        }
+        self.reassembler.expire(now: now)
+    }
+
+    /// RFC 6298 (5.4–5.7): send the earliest unacknowledged data again (or a PING when only
+    /// unreliable data or probes are out), double the timeout, and restart from the minimum window
+    /// (RFC 5681). Only that one packet is presumed lost; the acknowledgements that follow the probe
+    /// decide about the others, so a timeout caused by a slow peer rather than loss costs one packet
+    /// (and the window is given back, see ``CubicCongestionController/onAcknowledgementAfterTimeout(originalTransmissionAcknowledged:)``).
+    private mutating func onRetransmissionTimeout(now: NIODeadline) {
+        self.retransmissionDeadline = nil
+        guard self.hasOutstandingAckElicitingPackets else { return }
+        self.statistics.retransmissionTimeouts += 1
+        self.retransmissionBackoff += 1
+        self.congestion.onRetransmissionTimeout(now: now)
+        self.lastTimeout = now
+        if let index = self.sentLog.indexOfOldestOutstandingReliablePacket {
+            self.declareLost(at: index, now: now, byTimer: true)
+        } else {
+            self.pendingPing = true
+        }
+        self.probePending = true
+        self.sentLog.pruneFront()
+    }
+}

@@ -1,0 +1,59 @@
+import NIOCore
+
+/// A snapshot of one link's counters and estimates.
+public struct LinkStatistics: Sendable, Equatable {
+    /// Smoothed round-trip time (RFC 6298 SRTT); nil before the first sample.
+    public var smoothedRTT: TimeAmount?
+    /// Round-trip time variation (RFC 6298 RTTVAR).
+    public var rttVariation: TimeAmount
+    /// Smallest round-trip time seen.
+    public var minimumRTT: TimeAmount?
+    /// The current retransmission timeout, back-off included.
+    public var retransmissionTimeout: TimeAmount
+    /// Congestion window in bytes.
+    public var congestionWindow: Int
+    /// Bytes sent and neither acknowledged nor declared lost.
+    public var bytesInFlight: Int
+    /// Bytes accepted by `send` and not yet acknowledged (reliable) or sent (unreliable).
+    public var bytesQueued: Int
+
+    /// Datagrams sent and received on this link.
+    public var packetsSent: UInt64 = 0
+    public var packetsReceived: UInt64 = 0
+    /// Packets declared lost (by acknowledgements or by the retransmission timer).
+    public var packetsLost: UInt64 = 0
+    /// Bytes of reliable data sent again.
+    public var retransmittedBytes: UInt64 = 0
+    /// Times the retransmission timer expired.
+    public var retransmissionTimeouts: UInt64 = 0
+    /// Duplicated or replayed packets dropped by the replay window.
+    public var duplicatePacketsDropped: UInt64 = 0
+
+    public var reliableMessagesSent: UInt64 = 0
+    public var reliableMessagesReceived: UInt64 = 0
+    public var unreliableMessagesSent: UInt64 = 0
+    public var unreliableMessagesReceived: UInt64 = 0
+    /// Unreliable messages received in part and dropped whole.
+    public var unreliableMessagesDropped: UInt64 = 0
+    /// Application bytes (message payloads) each way.
+    public var messageBytesSent: UInt64 = 0
+    public var messageBytesReceived: UInt64 = 0
+    /// Bytes of datagrams each way, headers included.
+    public var datagramBytesSent: UInt64 = 0
+    public var datagramBytesReceived: UInt64 = 0
+
+    /// Packets declared lost over packets sent that asked for an acknowledgement.
+    public var lossRate: Double {
+        self.ackElicitingPacketsSent == 0 ? 0 : Double(self.packetsLost) / Double(self.ackElicitingPacketsSent)
+    }
+
+    var ackElicitingPacketsSent: UInt64 = 0
+
+    init() {
+        self.rttVariation = .zero
+        self.retransmissionTimeout = .zero
+        self.congestionWindow = 0
+        self.bytesInFlight = 0
+        self.bytesQueued = 0
+    }
+}

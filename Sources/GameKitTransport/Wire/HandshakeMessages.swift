@@ -1,0 +1,212 @@
+import NIOCore
+
+// The handshake's five message formats. Each type encodes itself into a ByteBuffer and decodes
+// from a whole datagram; decoding checks sizes only; authentication is the handshake code's job.
+// Byte layouts are tabulated in docs/PROTOCOL.md §3.
+
+/// Initiator → responder: opens a link.
+struct InitiationMessage: Equatable {
+    /// Bytes before the sealed part: type, version, reserved, sender index, ephemeral key.
+    static let headerSize = 40
+    static let minimumSize = headerSize + TransportParameters.encodedSize + WireSize.tag + WireSize.mac
+
+    var version: UInt8
+    var senderIndex: UInt32
+    var ephemeralPublicKey: ByteBuffer
+    /// Transport parameters and application payload, sealed, with the tag.
+    var sealed: ByteBuffer
+    var mac2: ByteBuffer
+
+    /// The first 16 bytes of the ephemeral key, which replies echo.
+    var echo: ByteBuffer { self.ephemeralPublicKey.getSlice(at: self.ephemeralPublicKey.readerIndex, length: WireSize.echo)! }
+
+    /// Writes everything but `mac2`; that is computed over these bytes.
+    func encodeWithoutMAC(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(PacketType.initiation.rawValue)
+        buffer.writeInteger(self.version)
+        buffer.writeInteger(UInt16(0))
+        buffer.writeInteger(self.senderIndex)
+        buffer.writeImmutableBuffer(self.ephemeralPublicKey)
+        buffer.writeImmutableBuffer(self.sealed)
+    }
+
+    static func decode(_ datagram: ByteBuffer) -> InitiationMessage? {
+        var buffer = datagram
+        guard
+            buffer.readableBytes >= minimumSize,
+            buffer.readInteger(as: UInt8.self) == PacketType.initiation.rawValue,
+            let version = buffer.readInteger(as: UInt8.self),
+            buffer.readInteger(as: UInt16.self) != nil,
+            let sender = buffer.readInteger(as: UInt32.self),
+            let key = buffer.readSlice(length: WireSize.publicKey),
+            let sealed = buffer.readSlice(length: buffer.readableBytes - WireSize.mac),
+            let mac2 = buffer.readSlice(length: WireSize.mac)
+        else { return nil }
+        return InitiationMessage(version: version, senderIndex: sender, ephemeralPublicKey: key, sealed: sealed, mac2: mac2)
+    }
+
+    /// The version byte of anything that starts like an initiation, even one too short or of an
+    /// unknown version to decode, so that the responder can answer with the version it speaks.
+    static func peekVersionAndEcho(_ datagram: ByteBuffer) -> (version: UInt8, senderIndex: UInt32, echo: ByteBuffer)? {
+        guard
+            let version = datagram.getInteger(at: datagram.readerIndex + 1, as: UInt8.self),
+            let sender = datagram.getInteger(at: datagram.readerIndex + 4, as: UInt32.self),
+            let echo = datagram.getSlice(at: datagram.readerIndex + 8, length: WireSize.echo)
+        else { return nil }
+        return (version, sender, echo)
+    }
+}
+
+/// Responder → initiator: accepts, carrying the responder's ephemeral key.
+struct ResponseMessage: Equatable {
+    static let headerSize = 44
+    static let minimumSize = headerSize + TransportParameters.encodedSize + WireSize.tag
+
+    var version: UInt8
+    var senderIndex: UInt32
+    var receiverIndex: UInt32
+    var ephemeralPublicKey: ByteBuffer
+    var sealed: ByteBuffer
+
+    func encode(into buffer: inout ByteBuffer) {
+        self.encodeHeader(into: &buffer)
+        buffer.writeImmutableBuffer(self.sealed)
+    }
+
+    /// The bytes the sealed part authenticates, also part of the transcript.
+    func encodeHeader(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(PacketType.response.rawValue)
+        buffer.writeInteger(self.version)
+        buffer.writeInteger(UInt16(0))
+        buffer.writeInteger(self.senderIndex)
+        buffer.writeInteger(self.receiverIndex)
+        buffer.writeImmutableBuffer(self.ephemeralPublicKey)
+    }
+
+    static func decode(_ datagram: ByteBuffer) -> ResponseMessage? {
+        var buffer = datagram
+        guard
+            buffer.readableBytes >= minimumSize,
+            buffer.readInteger(as: UInt8.self) == PacketType.response.rawValue,
+            let version = buffer.readInteger(as: UInt8.self),
+            buffer.readInteger(as: UInt16.self) != nil,
+            let sender = buffer.readInteger(as: UInt32.self),
+            let receiver = buffer.readInteger(as: UInt32.self),
+            let key = buffer.readSlice(length: WireSize.publicKey),
+            let sealed = buffer.readSlice(length: buffer.readableBytes)
+        else { return nil }
+        return ResponseMessage(version: version, senderIndex: sender, receiverIndex: receiver, ephemeralPublicKey: key, sealed: sealed)
+    }
+}
+
+/// Why a responder refused an initiation.
+enum RejectReason: UInt8, Sendable {
+    /// The initiation did not authenticate: the two sides hold different pre-shared keys.
+    case authenticationFailed = 1
+    /// The responder's application denied the request; `code` says why.
+    case denied = 2
+    /// The responder does not speak the initiation's version.
+    case unsupportedVersion = 3
+}
+
+/// Responder → initiator: refuses. Never larger than the initiation it answers.
+struct RejectMessage: Equatable {
+    static let size = 28
+
+    var version: UInt8
+    var reason: RejectReason
+    var receiverIndex: UInt32
+    var code: UInt16
+    /// Bytes 8..<24 of the initiation, so that only someone who saw it can forge the reject.
+    var echo: ByteBuffer
+
+    func encode(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(PacketType.reject.rawValue)
+        buffer.writeInteger(self.version)
+        buffer.writeInteger(self.reason.rawValue)
+        buffer.writeInteger(UInt8(0))
+        buffer.writeInteger(self.receiverIndex)
+        buffer.writeInteger(self.code)
+        buffer.writeInteger(UInt16(0))
+        buffer.writeImmutableBuffer(self.echo)
+    }
+
+    static func decode(_ datagram: ByteBuffer) -> RejectMessage? {
+        var buffer = datagram
+        guard
+            buffer.readableBytes == size,
+            buffer.readInteger(as: UInt8.self) == PacketType.reject.rawValue,
+            let version = buffer.readInteger(as: UInt8.self),
+            let reasonByte = buffer.readInteger(as: UInt8.self),
+            let reason = RejectReason(rawValue: reasonByte),
+            buffer.readInteger(as: UInt8.self) != nil,
+            let receiver = buffer.readInteger(as: UInt32.self),
+            let code = buffer.readInteger(as: UInt16.self),
+            buffer.readInteger(as: UInt16.self) != nil,
+            let echo = buffer.readSlice(length: WireSize.echo)
+        else { return nil }
+        return RejectMessage(version: version, reason: reason, receiverIndex: receiver, code: code, echo: echo)
+    }
+}
+
+/// Responder → initiator under load: "prove you can receive at your address, then ask again".
+struct CookieMessage: Equatable {
+    static let size = 40
+
+    var version: UInt8
+    var receiverIndex: UInt32
+    var echo: ByteBuffer
+    var cookie: ByteBuffer
+
+    func encode(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(PacketType.cookie.rawValue)
+        buffer.writeInteger(self.version)
+        buffer.writeInteger(UInt16(0))
+        buffer.writeInteger(self.receiverIndex)
+        buffer.writeImmutableBuffer(self.echo)
+        buffer.writeImmutableBuffer(self.cookie)
+    }
+
+    static func decode(_ datagram: ByteBuffer) -> CookieMessage? {
+        var buffer = datagram
+        guard
+            buffer.readableBytes == size,
+            buffer.readInteger(as: UInt8.self) == PacketType.cookie.rawValue,
+            let version = buffer.readInteger(as: UInt8.self),
+            buffer.readInteger(as: UInt16.self) != nil,
+            let receiver = buffer.readInteger(as: UInt32.self),
+            let echo = buffer.readSlice(length: WireSize.echo),
+            let cookie = buffer.readSlice(length: WireSize.cookie)
+        else { return nil }
+        return CookieMessage(version: version, receiverIndex: receiver, echo: echo, cookie: cookie)
+    }
+}
+
+/// Initiator → responder: withdraws an initiation (or an accepted but unconfirmed link).
+struct CancelMessage: Equatable {
+    static let size = 40
+    /// The bytes the MAC covers.
+    static let authenticatedSize = 24
+
+    var version: UInt8
+    /// A ``CancelReason`` raw value.
+    var reason: UInt8
+    var senderIndex: UInt32
+    var echo: ByteBuffer
+    var mac: ByteBuffer
+
+    static func decode(_ datagram: ByteBuffer) -> CancelMessage? {
+        var buffer = datagram
+        guard
+            buffer.readableBytes == size,
+            buffer.readInteger(as: UInt8.self) == PacketType.cancel.rawValue,
+            let version = buffer.readInteger(as: UInt8.self),
+            let reason = buffer.readInteger(as: UInt8.self),
+            buffer.readInteger(as: UInt8.self) != nil,
+            let sender = buffer.readInteger(as: UInt32.self),
+            let echo = buffer.readSlice(length: WireSize.echo),
+            let mac = buffer.readSlice(length: WireSize.mac)
+        else { return nil }
+        return CancelMessage(version: version, reason: reason, senderIndex: sender, echo: echo, mac: mac)
+    }
+}

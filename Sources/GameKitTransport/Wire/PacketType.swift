@@ -1,0 +1,31 @@
+/// The first byte of every datagram of the protocol.
+///
+/// The type alone tells the endpoint how to route a datagram before anything is decrypted:
+/// handshake messages go to the handshake code, data packets to the link named by their
+/// receiver index.
+enum PacketType: UInt8 {
+    case initiation = 1
+    case response = 2
+    case reject = 3
+    case cookie = 4
+    case cancel = 5
+    case data = 6
+}
+
+/// Protocol versions. An initiation names the version it speaks; a responder that does not speak
+/// it answers with a reject carrying the version it does speak.
+enum ProtocolVersion {
+    static let current: UInt8 = 1
+}
+
+/// Field sizes shared by the packet formats (see docs/PROTOCOL.md).
+enum WireSize {
+    static let publicKey = 32
+    static let tag = 16
+    static let mac = 16
+    static let echo = 16
+    static let cookie = 16
+    static let dataHeader = 16
+    /// Smallest datagram size any endpoint must accept: the IPv6 minimum MTU minus headers.
+    static let minimumDatagram = 1200
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import GameKitTransport
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Opens a link, sends numbered messages as fast as the link takes them, closes it gracefully.
+struct Connect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Open a link, send numbered messages, close it.")
+
+    @Argument(help: "The listener, HOST:PORT.")
+    var address: String
+
+    @OptionGroup var transport: TransportOptions
+
+    @Option(help: "Messages to send.")
+    var count = 10
+
+    @Option(help: "Bytes per message (at least 8: the sequence number).")
+    var size = 100
+
+    @Option(help: "reliable or unreliable.")
+    var mode: SendMode = .reliable
+
+    @Option(help: "Text to send with the handshake.")
+    var hello = ""
+
+    @Option(help: "Seconds to wait for the handshake.")
+    var timeout: Double = 10
+
+    @Option(help: "Seconds to keep the link open after sending, before closing it.")
+    var linger: Double = 0
+
+    @Option(help: "Application code to close the link with.")
+    var closeCode: UInt16 = 0
+
+    @Flag(help: "Print events as JSON lines.")
+    var json = false
+
+    func validate() throws {
+        guard self.size >= 8 else { throw ValidationError("--size must be at least 8") }
+    }
+
+    func run() async throws {
+        let target = try parseAddress(self.address)
+        let closed = StopCondition(signals: [])
+        let closeReason = NIOLockedValueBox<String?>(nil)
+        let json = self.json
+        let bindHost = target.protocol == .inet6 ? "::1" : "127.0.0.1"
+        let local = (try? SocketAddress(ipAddress: target.ipAddress ?? "", port: 0)).flatMap { _ in bindHost } ?? bindHost
+        let endpoint = try await TransportEndpoint.bind(host: local, port: 0, configuration: self.transport.configuration) { event in
+            if case .linkClosed(_, let reason) = event {
+                closeReason.withLockedValue { $0 = Output.describe(reason) }
+                closed.fire("closed")
+            }
+            if json, let line = Listen.describe(event) { Output.line(line) }
+        }
+        let link: OpenedLink
+        do {
+            link = try await endpoint.openLink(
+                to: target,
+                payload: ByteBuffer(string: self.hello),
+                timeout: .nanoseconds(Int64(self.timeout * 1e9))
+            )
+        } catch {
+            Output.line(["event": "summary", "opened": false, "error": Output.describe(error)])
+            await endpoint.shutdown()
+            throw ExitCode(1)
+        }
+        let started = ContinuousClock.now
+        var sendError: String?
+        for sequence in 0..<self.count {
+            do {
+                try await endpoint.write(.numbered(sequence, size: self.size), on: link.id, mode: self.mode)
+            } catch {
+                sendError = Output.describe(error)
+                break
+            }
+        }
+        if self.linger > 0 {
+            try? await Task.sleep(nanoseconds: UInt64(self.linger * 1e9))
+        }
+        let stats = endpoint.statistics(for: link.id)
+        try? endpoint.close(link.id, code: self.closeCode)
+        let why = await closed.wait(seconds: max(30, self.transport.disconnectTimeout + 5))
+        let elapsed = ContinuousClock.now - started
+        var line: [String: Any] = [
+            "event": "summary",
+            "opened": true,
+            "sent": self.count,
+            "seconds": Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            "closed": why == "closed",
+            "close_reason": closeReason.withLockedValue { $0 } ?? NSNull(),
+        ]
+        if let sendError { line["error"] = sendError }
+        if let stats { line["link"] = Output.statistics(stats) }
+        Output.line(line)
+        await endpoint.shutdown()
+        if sendError != nil { throw ExitCode(1) }
+    }
+}

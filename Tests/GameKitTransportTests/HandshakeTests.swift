@@ -1,0 +1,247 @@
+import NIOCore
+import NetworkImpairment
+import Testing
+
+@testable import GameKitTransport
+
+@Suite("Handshake")
+struct HandshakeTests {
+    @Test func acceptedHandshakeOpensLinkOnBothSidesWithBothPayloads() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.nodes[b].answer = .accept(ByteBuffer(string: "welcome"))
+        let links = network.openLink(from: a, to: b, payload: ByteBuffer(string: "I am Alice"))
+        #expect(links != nil)
+        let request = network.nodes[b].events.compactMap { event -> ConnectionRequest? in
+            if case .connectionRequest(let request) = event { return request } else { return nil }
+        }
+        #expect(request.count == 1)
+        #expect(request.first?.payload == ByteBuffer(string: "I am Alice"))
+        #expect(request.first?.remoteAddress == network.nodes[a].address)
+        let initiatorOpened = network.nodes[a].events.compactMap { event -> ByteBuffer? in
+            if case .linkOpened(_, _, let payload) = event { return payload } else { return nil }
+        }
+        #expect(initiatorOpened == [ByteBuffer(string: "welcome")])
+        let responderOpened = network.nodes[b].events.compactMap { event -> ByteBuffer? in
+            if case .linkOpened(_, _, let payload) = event { return payload } else { return nil }
+        }
+        #expect(responderOpened == [ByteBuffer(string: "I am Alice")])
+    }
+
+    @Test func handshakeCompletesInOneRoundTripForTheInitiator() {
+        var network = VirtualNetwork()
+        let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(10)))
+        let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(10)))
+        let start = network.now
+        let link = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .seconds(1)) { $0.nodes[a].openedLinks.contains(link) }
+        #expect(network.now - start == .milliseconds(20))
+    }
+
+    @Test func wrongPasswordFailsOnBothSidesWithAuthenticationError() {
+        var network = VirtualNetwork()
+        let a = network.addNode(configuration: TransportConfiguration(password: "right"))
+        let b = network.addNode(configuration: TransportConfiguration(password: "wrong"))
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        let start = network.now
+        network.run(for: .seconds(30)) { !$0.nodes[a].connectFailures.isEmpty }
+        #expect(network.nodes[a].connectFailures == [.authenticationFailed])
+        // Failed at once, not by timeout.
+        #expect(network.now == start)
+        let responderFailures = network.nodes[b].events.compactMap { event -> TransportError? in
+            if case .handshakeFailed(_, let error) = event { return error } else { return nil }
+        }
+        #expect(responderFailures == [.authenticationFailed])
+        #expect(network.nodes[b].machine.endpointStatistics.pendingRequests == 0)
+        #expect(network.nodes[b].openedLinks.isEmpty)
+    }
+
+    @Test(arguments: [(String?.none, String?.some("secret")), (String?.some("secret"), String?.none)])
+    func missingPasswordOnEitherSideFailsWithAuthenticationError(initiator: String?, responder: String?) {
+        var network = VirtualNetwork()
+        let a = network.addNode(configuration: TransportConfiguration(password: initiator))
+        let b = network.addNode(configuration: TransportConfiguration(password: responder))
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .seconds(30)) { !$0.nodes[a].connectFailures.isEmpty }
+        #expect(network.nodes[a].connectFailures == [.authenticationFailed])
+    }
+
+    @Test func samePasswordOpensTheLink() {
+        var network = VirtualNetwork()
+        let a = network.addNode(configuration: TransportConfiguration(password: "hunter2"))
+        let b = network.addNode(configuration: TransportConfiguration(password: "hunter2"))
+        #expect(network.openLink(from: a, to: b) != nil)
+    }
+
+    @Test func deniedRequestReachesInitiatorWithItsCode() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.nodes[b].answer = .deny(42)
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .seconds(30)) { !$0.nodes[a].connectFailures.isEmpty }
+        #expect(network.nodes[a].connectFailures == [.denied(code: 42)])
+        #expect(network.nodes[b].openedLinks.isEmpty)
+    }
+
+    @Test func denialSurvivesLossOfTheRejectThroughRepeats() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.nodes[b].answer = .deny(7)
+        var dropped = 0
+        network.interceptor = { datagram in
+            // Drop the first two rejects.
+            if datagram.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.reject.rawValue, dropped < 2 {
+                dropped += 1
+                return false
+            }
+            return true
+        }
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .seconds(30)) { !$0.nodes[a].connectFailures.isEmpty }
+        #expect(network.nodes[a].connectFailures == [.denied(code: 7)])
+        // One request only: the repeats were recognised.
+        let requests = network.nodes[b].events.filter { if case .connectionRequest = $0 { true } else { false } }
+        #expect(requests.count == 1)
+    }
+
+    @Test func unansweredRequestTimesOutOnBothSides() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.nodes[b].answer = nil
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: .seconds(3), now: network.now)
+        network.run(for: .seconds(30)) { !$0.nodes[a].connectFailures.isEmpty }
+        #expect(network.nodes[a].connectFailures == [.timedOut])
+        network.run(for: .seconds(1))
+        let withdrawals = network.nodes[b].events.compactMap { event -> ConnectionRequestWithdrawal? in
+            if case .connectionRequestWithdrawn(_, let reason) = event { return reason } else { return nil }
+        }
+        #expect(withdrawals == [.timedOut])
+        #expect(network.nodes[b].machine.endpointStatistics.pendingRequests == 0)
+    }
+
+    @Test func silentResponderTimesOutAfterRepeatingTheInitiation() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        network.nodes[a].recordSent = true
+        let nowhere = VirtualNetwork.address(99)
+        _ = try! network.nodes[a].machine.connect(to: nowhere, payload: ByteBuffer(), timeout: .seconds(5), now: network.now)
+        network.run(for: .seconds(30)) { !$0.nodes[a].connectFailures.isEmpty }
+        #expect(network.nodes[a].connectFailures == [.timedOut])
+        let initiations = network.nodes[a].sent.filter { $0.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue }
+        // 0, 0.25, 0.75, 1.75, 3.75 s: repeated with doubling gaps until the deadline.
+        #expect(initiations.count == 5)
+        #expect(Set(initiations.map(\.bytes)).count == 1)
+    }
+
+    @Test func requestExpiresWhenTheInitiatorVanishes() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.nodes[b].answer = nil
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: .seconds(60), now: network.now)
+        network.run(for: .seconds(1))
+        // A disappears: nothing more of it reaches B.
+        let vanished = network.nodes[a].address
+        network.interceptor = { $0.source != vanished }
+        network.run(for: .seconds(10))
+        let withdrawals = network.nodes[b].events.compactMap { event -> ConnectionRequestWithdrawal? in
+            if case .connectionRequestWithdrawn(_, let reason) = event { return reason } else { return nil }
+        }
+        #expect(withdrawals == [.expired])
+    }
+
+    @Test func cancelledRequestIsWithdrawnAtTheResponder() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.nodes[b].answer = nil
+        let link = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .milliseconds(100))
+        let cancelled = network.nodes[a].machine.cancelConnect(link, now: network.now)
+        #expect(cancelled)
+        network.run(for: .milliseconds(100))
+        #expect(network.nodes[a].connectFailures == [.cancelled])
+        let withdrawals = network.nodes[b].events.compactMap { event -> ConnectionRequestWithdrawal? in
+            if case .connectionRequestWithdrawn(_, let reason) = event { return reason } else { return nil }
+        }
+        #expect(withdrawals == [.cancelled])
+        // Accepting the withdrawn request is refused.
+        #expect(throws: TransportError.unknownConnectionRequest) {
+            try network.nodes[b].machine.accept(ConnectionRequest.ID(rawValue: 1), payload: ByteBuffer(), now: network.now)
+        }
+    }
+
+    @Test func cancelAfterAcceptClosesTheUnconfirmedLink() {
+        var network = VirtualNetwork()
+        let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(50)))
+        let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(50)))
+        let link = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        // B accepts at 50 ms; its response is in flight when A cancels at 60 ms.
+        network.run(for: .milliseconds(60))
+        let cancelled = network.nodes[a].machine.cancelConnect(link, now: network.now)
+        #expect(cancelled)
+        network.run(for: .seconds(1))
+        #expect(network.nodes[a].connectFailures == [.cancelled])
+        #expect(network.nodes[a].openedLinks.isEmpty)
+        #expect(network.nodes[b].closeReasons == [.cancelledByPeer])
+        #expect(network.nodes[b].openedLinks.isEmpty)
+    }
+
+    @Test func acceptPayloadLargerThanTheInitiationAllowsIsRefused() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.nodes[b].answer = nil
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(string: "hi"), timeout: nil, now: network.now)
+        network.run(for: .milliseconds(10))
+        let id = ConnectionRequest.ID(rawValue: 1)
+        // The initiation is 94 bytes; a response may carry 94 - 80 = 14 bytes.
+        #expect(throws: TransportError.payloadTooLarge(size: 15, limit: 14)) {
+            try network.nodes[b].machine.accept(id, payload: ByteBuffer(repeating: 1, count: 15), now: network.now)
+        }
+        #expect(throws: Never.self) {
+            try network.nodes[b].machine.accept(id, payload: ByteBuffer(repeating: 1, count: 14), now: network.now)
+        }
+    }
+
+    @Test func initiationPayloadTooLargeForADatagramIsRefused() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let limit = 1200 - InitiationMessage.minimumSize
+        #expect(throws: TransportError.payloadTooLarge(size: limit + 1, limit: limit)) {
+            try network.nodes[a].machine.connect(to: VirtualNetwork.address(2), payload: ByteBuffer(repeating: 0, count: limit + 1), timeout: nil, now: network.now)
+        }
+    }
+
+    @Test func noReplyIsLargerThanTheDatagramItAnswers() {
+        var network = VirtualNetwork()
+        let a = network.addNode(configuration: TransportConfiguration(password: "x"))
+        var config = TransportConfiguration()
+        config.cookieThreshold = 0
+        let b = network.addNode(configuration: config)
+        let c = network.addNode(configuration: config)
+        network.nodes[c].answer = .deny(1)
+        for index in network.nodes.indices { network.nodes[index].recordSent = true }
+        // Cookie reply, authentication reject; then accepted and denied handshakes.
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: .seconds(2), now: network.now)
+        network.run(for: .seconds(3))
+        var plain = TransportConfiguration()
+        plain.cookieThreshold = 0
+        let d = network.addNode(configuration: plain)
+        network.nodes[d].recordSent = true
+        _ = network.openLink(from: d, to: b, payload: ByteBuffer(repeating: 9, count: 40))
+        _ = try! network.nodes[d].machine.connect(to: network.nodes[c].address, payload: ByteBuffer(), timeout: .seconds(2), now: network.now)
+        network.run(for: .seconds(3))
+        let initiationSizes = network.nodes.flatMap(\.sent).filter { $0.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue }.map(\.bytes.readableBytes)
+        let smallestInitiation = initiationSizes.min()!
+        for node in [b, c] {
+            for reply in network.nodes[node].sent where reply.bytes.getInteger(at: 0, as: UInt8.self) != PacketType.data.rawValue {
+                #expect(reply.bytes.readableBytes <= smallestInitiation)
+            }
+        }
+    }
+}
