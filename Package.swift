@@ -43,6 +43,7 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
 
@@ -100,7 +101,12 @@ let package = Package(
         ),
         .testTarget(
             name: "NetworkImpairmentTests",
-            dependencies: ["NetworkImpairment"]
+            dependencies: [
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -29,7 +29,7 @@ struct DeliveryTests {
         if mode == .reliable {
             network.run(for: limit) { $0.nodes[b].received(on: receiver, mode: .reliable).count >= count }
         } else {
-            network.run(for: limit) { $0.nodes[a].outgoing.isEmpty && $0.nodes[a].machine.links[sender.rawValue]?.unreliableQueue.isEmpty == true }
+            network.run(for: limit) { $0.nodes[a].outgoing.isEmpty && $0.nodes[a].machine.links[sender.rawValue]?.machine.unreliableQueue.isEmpty == true }
             network.run(for: .seconds(3))
         }
         return (network, sender, receiver)
@@ -194,7 +194,7 @@ struct DeliveryTests {
             }
         }
         #expect(refusal == .bufferFull)
-        let queued = network.nodes[a].machine.links[sender.rawValue]!.bytesQueued
+        let queued = network.nodes[a].machine.links[sender.rawValue]!.machine.bytesQueued
         #expect(queued <= 10_000 + 3000 + 16)
         // Nothing refused was lost: once drained, sending works again and all accepted messages arrive.
         network.run(for: .seconds(5)) { $0.nodes[b].received(on: receiver, mode: .reliable).count == accepted }
@@ -392,6 +392,6 @@ struct DeliveryTests {
         for sequence in 0..<50 { network.nodes[a].outgoing.append((sender, .numbered(sequence, size: 100), .reliable)) }
         network.run(for: .seconds(2)) { $0.nodes[b].received(on: receiver, mode: .reliable).count == 50 }
         #expect(network.nodes[b].received(on: receiver, mode: .reliable).count == 50)
-        #expect(network.nodes[b].machine.links[receiver.rawValue]?.remoteAddress == moved)
+        #expect(network.nodes[b].machine.links[receiver.rawValue]?.machine.remoteAddress == moved)
     }
 }

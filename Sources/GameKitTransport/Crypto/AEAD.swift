@@ -7,63 +7,85 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// ChaCha20-Poly1305 (RFC 8439) over ByteBuffers, with the protocol's nonce layout: four zero
-/// bytes, then a 64-bit big-endian counter (the packet number; zero for handshake messages,
-/// whose keys are used once).
+/// ChaCha20-Poly1305 (RFC 8439) over ByteBuffers, with the protocol's 96-bit nonce: a 32-bit
+/// prefix then a 64-bit counter, both big-endian. Data packets use the receiver's link index and
+/// the packet number, which are exactly bytes 4..<16 of their header, so the nonce travels in the
+/// clear right before the ciphertext; handshake messages use prefix and counter zero (their keys
+/// are used once).
 ///
-/// Every datagram after the handshake is sealed here, so this is the hot path: it passes the
-/// buffers' memory to swift-crypto without intermediate arrays.
+/// Every datagram after the handshake passes through here, so this is the hot path. Opening a
+/// data packet hands swift-crypto the datagram's own bytes from the nonce on (its cheapest,
+/// single-copy way in); sealing appends the ciphertext and tag in one write.
 enum AEAD {
+    static let nonceSize = 12
+
     /// Appends the ciphertext of `plaintext` and its 16-byte tag to `output`.
     static func seal(
         _ plaintext: ByteBuffer,
         key: SymmetricKey,
+        noncePrefix: UInt32 = 0,
         counter: UInt64,
         authenticating header: ByteBuffer,
         into output: inout ByteBuffer
     ) {
-        let nonce = Self.nonce(counter)
+        let nonce = Self.nonce(prefix: noncePrefix, counter: counter)
         let box = plaintext.withUnsafeReadableBytes { plain in
             header.withUnsafeReadableBytes { aad in
                 // Sealing cannot fail with a 256-bit key and a 96-bit nonce.
                 try! ChaChaPoly.seal(plain, using: key, nonce: nonce, authenticating: aad)
             }
         }
-        output.writeBytes(box.ciphertext)
-        output.writeBytes(box.tag)
+        box.combined.withUnsafeBytes { combined in
+            _ = output.writeBytes(UnsafeRawBufferPointer(rebasing: combined[Self.nonceSize...]))
+        }
     }
 
     /// Opens `sealed` (ciphertext followed by the tag), or returns nil if it does not
-    /// authenticate.
+    /// authenticate. For handshake messages.
     static func open(
         _ sealed: ByteBuffer,
         key: SymmetricKey,
+        noncePrefix: UInt32 = 0,
         counter: UInt64,
         authenticating header: ByteBuffer
     ) -> ByteBuffer? {
         guard sealed.readableBytes >= WireSize.tag else { return nil }
-        let nonce = Self.nonce(counter)
-        let cipherLength = sealed.readableBytes - WireSize.tag
-        let plaintext: Data? = sealed.withUnsafeReadableBytes { bytes in
-            guard
-                let box = try? ChaChaPoly.SealedBox(
-                    nonce: nonce,
-                    ciphertext: UnsafeRawBufferPointer(rebasing: bytes[0..<cipherLength]),
-                    tag: UnsafeRawBufferPointer(rebasing: bytes[cipherLength...])
-                )
-            else { return nil }
-            return header.withUnsafeReadableBytes { aad in
-                try? ChaChaPoly.open(box, using: key, authenticating: aad)
-            }
+        var combined = ByteBuffer()
+        combined.reserveCapacity(Self.nonceSize + sealed.readableBytes)
+        combined.writeInteger(noncePrefix)
+        combined.writeInteger(counter)
+        combined.writeImmutableBuffer(sealed)
+        return header.withUnsafeReadableBytes { aad in
+            combined.withUnsafeReadableBytes { Self.open(combined: $0, key: key, authenticating: aad) }
         }
-        guard let plaintext else { return nil }
+    }
+
+    /// Opens a data packet: its 16-byte header is the additional data, and its bytes 4..<16 are
+    /// the nonce. Nil when it does not authenticate.
+    static func openPacket(_ datagram: ByteBuffer, key: SymmetricKey) -> ByteBuffer? {
+        guard datagram.readableBytes >= DataPacketHeader.size + WireSize.tag else { return nil }
+        return datagram.withUnsafeReadableBytes { bytes in
+            Self.open(
+                combined: UnsafeRawBufferPointer(rebasing: bytes[(DataPacketHeader.size - Self.nonceSize)...]),
+                key: key,
+                authenticating: UnsafeRawBufferPointer(rebasing: bytes[..<DataPacketHeader.size])
+            )
+        }
+    }
+
+    /// `combined` is nonce ‖ ciphertext ‖ tag.
+    private static func open(combined: UnsafeRawBufferPointer, key: SymmetricKey, authenticating aad: UnsafeRawBufferPointer) -> ByteBuffer? {
+        guard
+            let box = try? ChaChaPoly.SealedBox(combined: combined),
+            let plaintext = try? ChaChaPoly.open(box, using: key, authenticating: aad)
+        else { return nil }
         var buffer = ByteBufferAllocator().buffer(capacity: plaintext.count)
         buffer.writeBytes(plaintext)
         return buffer
     }
 
-    private static func nonce(_ counter: UInt64) -> ChaChaPoly.Nonce {
-        var bytes: (UInt32, UInt32, UInt32) = (0, 0, 0)
+    private static func nonce(prefix: UInt32, counter: UInt64) -> ChaChaPoly.Nonce {
+        var bytes: (UInt32, UInt32, UInt32) = (prefix.bigEndian, 0, 0)
         withUnsafeMutableBytes(of: &bytes) { raw in
             raw.storeBytes(of: counter.bigEndian, toByteOffset: 4, as: UInt64.self)
         }

@@ -70,7 +70,7 @@ extension EndpointMachine {
     /// request. Returns false when the initiation is new.
     private mutating func answerRepeat(of message: InitiationMessage, from source: HandshakeSource, now: NIODeadline) -> Bool {
         if let accepted = self.accepted[source], accepted.ephemeralPublicKey == message.ephemeralPublicKey {
-            self.links[accepted.linkIndex]?.responseSentAt = nil
+            self.links[accepted.linkIndex]?.machine.responseSentAt = nil
             self.outbox.append((source.address, accepted.response))
             return true
         }
@@ -104,7 +104,7 @@ extension EndpointMachine {
                 self.statistics.droppedStrayHandshake += 1
                 return
             }
-            self.links[accepted.linkIndex]?.terminate(reason: .cancelledByPeer, now: now)
+            self.links[accepted.linkIndex]?.machine.terminate(reason: .cancelledByPeer, now: now)
             self.collectEvents(of: accepted.linkIndex)
         } else {
             self.statistics.droppedStrayHandshake += 1
@@ -130,7 +130,7 @@ extension EndpointMachine {
         }
         self.initiators[index] = nil
         let parameters = LinkParameters(configuration: self.configuration, local: self.localParameters, peer: completion.peerParameters)
-        self.links[index] = LinkMachine(
+        self.links[index] = LinkSlot(LinkMachine(
             localIndex: index,
             remoteIndex: message.senderIndex,
             role: .initiator,
@@ -138,7 +138,7 @@ extension EndpointMachine {
             keys: completion.keys,
             parameters: parameters,
             now: now
-        )
+        ))
         self.statistics.linksOpened += 1
         self.events.append(.linkOpened(LinkID(rawValue: index), remoteAddress: address, payload: completion.payload))
     }

@@ -1,6 +1,16 @@
 import DequeModule
 import NIOCore
 
+/// A link held by reference, so that looking one up never copies its state (a dictionary of
+/// large structs copies a value on every read of one of its fields).
+final class LinkSlot {
+    var machine: LinkMachine
+
+    init(_ machine: LinkMachine) {
+        self.machine = machine
+    }
+}
+
 /// The application code a link is closed with when its endpoint shuts down, and the denial code
 /// pending requests get then.
 let endpointClosingCode: UInt16 = 0xFFFD
@@ -22,7 +32,7 @@ struct EndpointMachine {
     let psk: PreSharedKey
     let localParameters: TransportParameters
 
-    var links: [UInt32: LinkMachine] = [:]
+    var links: [UInt32: LinkSlot] = [:]
     var initiators: [UInt32: InitiatorHandshake] = [:]
     var withdrawnInitiations: [UInt32: WithdrawnInitiation] = [:]
     var requests: [ConnectionRequest.ID: PendingRequest] = [:]
@@ -99,7 +109,7 @@ struct EndpointMachine {
             )
         else { throw .authenticationFailed }
         let parameters = LinkParameters(configuration: self.configuration, local: self.localParameters, peer: request.parameters)
-        self.links[index] = LinkMachine(
+        self.links[index] = LinkSlot(LinkMachine(
             localIndex: index,
             remoteIndex: request.source.index,
             role: .responder,
@@ -107,7 +117,7 @@ struct EndpointMachine {
             keys: keys,
             parameters: parameters,
             now: now
-        )
+        ))
         self.accepted[request.source] = AcceptedHandshake(
             linkIndex: index,
             ephemeralPublicKey: request.ephemeralPublicKey,
@@ -135,15 +145,15 @@ struct EndpointMachine {
 
     mutating func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode) throws(TransportError) {
         guard self.links[link.rawValue] != nil else { throw .linkNotOpen }
-        try self.links[link.rawValue]!.send(message, mode: mode)
+        try self.links[link.rawValue]!.machine.send(message, mode: mode)
     }
 
     /// Closes a link after delivering what is queued on it.
     mutating func close(_ link: LinkID, code: UInt16, now: NIODeadline) throws(TransportError) {
-        guard let state = self.links[link.rawValue]?.state else { throw .linkNotOpen }
+        guard let state = self.links[link.rawValue]?.machine.state else { throw .linkNotOpen }
         switch state {
         case .open, .awaitingConfirmation:
-            self.links[link.rawValue]!.close(code: code, now: now)
+            self.links[link.rawValue]!.machine.close(code: code, now: now)
             self.collectEvents(of: link.rawValue)
         default:
             throw .linkNotOpen
@@ -160,13 +170,13 @@ struct EndpointMachine {
             try? self.deny(id, code: endpointClosingCode, now: now)
         }
         for index in Array(self.links.keys) {
-            self.links[index]!.abort(code: endpointClosingCode, reason: .endpointClosed, now: now)
+            self.links[index]!.machine.abort(code: endpointClosingCode, reason: .endpointClosed, now: now)
             self.collectEvents(of: index)
         }
     }
 
     func linkStatistics(_ link: LinkID) -> LinkStatistics? {
-        self.links[link.rawValue]?.statisticsSnapshot
+        self.links[link.rawValue]?.machine.statisticsSnapshot
     }
 
     var endpointStatistics: EndpointStatistics {
@@ -208,11 +218,11 @@ struct EndpointMachine {
             return
         }
         let index = header.receiverIndex
-        guard self.links[index] != nil else {
+        guard let slot = self.links[index] else {
             self.statistics.droppedUnknownLink += 1
             return
         }
-        switch self.links[index]!.receive(datagram: datagram, header: header, from: address, now: now) {
+        switch slot.machine.receive(datagram: datagram, header: header, from: address, now: now) {
         case .accepted: break
         case .duplicate: self.statistics.droppedReplayed += 1
         case .unauthenticated: self.statistics.droppedUnauthenticated += 1
@@ -232,7 +242,7 @@ struct EndpointMachine {
         for request in self.requests.values { consider(request.lastSeen + Self.requestLifetime) }
         for answer in self.answered.values { consider(answer.until) }
         for withdrawn in self.withdrawnInitiations.values { consider(withdrawn.until) }
-        for link in self.links.values { consider(link.nextDeadline) }
+        for slot in self.links.values { consider(slot.machine.nextDeadline) }
         return deadline
     }
 
@@ -251,10 +261,11 @@ struct EndpointMachine {
         }
         self.answered = self.answered.filter { now < $0.value.until }
         self.withdrawnInitiations = self.withdrawnInitiations.filter { now < $0.value.until }
-        for index in Array(self.links.keys) {
-            self.links[index]!.handleTimeout(now: now)
+        for (index, slot) in self.links {
+            guard let deadline = slot.machine.nextDeadline, deadline <= now else { continue }
+            slot.machine.handleTimeout(now: now)
             self.collectEvents(of: index)
-            if self.links[index]!.isClosed {
+            if slot.machine.isClosed {
                 self.links[index] = nil
             }
         }
@@ -278,15 +289,15 @@ struct EndpointMachine {
         }
         while self.transmitPosition < self.transmitOrder.count {
             let index = self.transmitOrder[self.transmitPosition]
-            guard self.links[index] != nil else {
+            guard let slot = self.links[index] else {
                 self.transmitPosition += 1
                 continue
             }
-            let sent = self.links[index]!.pollTransmit(now: now, into: &output)
-            self.collectEvents(of: index)
+            let sent = slot.machine.pollTransmit(now: now, into: &output)
+            if !slot.machine.events.isEmpty { self.collectEvents(of: index) }
             if sent {
                 self.statistics.datagramsSent += 1
-                return self.links[index]!.remoteAddress
+                return slot.machine.remoteAddress
             }
             self.transmitPosition += 1
         }
@@ -298,8 +309,8 @@ struct EndpointMachine {
 
     /// Turns a link's events into the endpoint's.
     mutating func collectEvents(of index: UInt32) {
-        guard self.links[index] != nil, !self.links[index]!.events.isEmpty else { return }
-        swap(&self.scratchEvents, &self.links[index]!.events)
+        guard let slot = self.links[index], !slot.machine.events.isEmpty else { return }
+        swap(&self.scratchEvents, &slot.machine.events)
         let link = LinkID(rawValue: index)
         for event in self.scratchEvents {
             switch event {
@@ -309,7 +320,7 @@ struct EndpointMachine {
                 let source = self.acceptedByLink.removeValue(forKey: index)
                 let payload = source.flatMap { self.accepted.removeValue(forKey: $0)?.initiationPayload } ?? ByteBuffer()
                 self.statistics.linksOpened += 1
-                self.events.append(.linkOpened(link, remoteAddress: self.links[index]!.remoteAddress, payload: payload))
+                self.events.append(.linkOpened(link, remoteAddress: slot.machine.remoteAddress, payload: payload))
             case .closed(let reason):
                 if let source = self.acceptedByLink.removeValue(forKey: index) {
                     self.accepted[source] = nil
@@ -318,10 +329,10 @@ struct EndpointMachine {
                 self.events.append(.linkClosed(link, reason))
             case .released:
                 self.releasedSpace.append(link)
-                if self.links[index]!.refusedForSpace,
-                    self.links[index]!.bytesQueued <= self.links[index]!.parameters.sendBufferCapacity / 2
+                if slot.machine.refusedForSpace,
+                    slot.machine.bytesQueued <= slot.machine.parameters.sendBufferCapacity / 2
                 {
-                    self.links[index]!.refusedForSpace = false
+                    slot.machine.refusedForSpace = false
                     self.events.append(.sendBufferAvailable(link))
                 }
             }

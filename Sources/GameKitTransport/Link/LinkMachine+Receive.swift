@@ -28,12 +28,7 @@ extension LinkMachine {
             self.statistics.duplicatePacketsDropped += 1
             return .duplicate
         }
-        let headerBytes = datagram.getSlice(at: datagram.readerIndex, length: DataPacketHeader.size)!
-        let sealed = datagram.getSlice(
-            at: datagram.readerIndex + DataPacketHeader.size,
-            length: datagram.readableBytes - DataPacketHeader.size
-        )!
-        guard let plaintext = AEAD.open(sealed, key: self.receiveKey, counter: packetNumber, authenticating: headerBytes) else {
+        guard let plaintext = AEAD.openPacket(datagram, key: self.receiveKey) else {
             return .unauthenticated
         }
         self.replayWindow.record(packetNumber)
@@ -200,6 +195,8 @@ extension LinkMachine {
             // RFC 6298 (5.3): new data acknowledged restarts the timer, and the back-off ends.
             self.retransmissionBackoff = 0
             self.retransmissionDeadline = self.hasOutstandingAckElicitingPackets ? now + self.currentRetransmissionTimeout : nil
+            self.tailProbeOutstanding = false
+            self.armTailLossProbe(now: now)
         }
         self.release(released)
         return true

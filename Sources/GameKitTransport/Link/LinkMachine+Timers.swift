@@ -22,6 +22,7 @@ extension LinkMachine {
         }
         consider(self.lastReceiveTime + self.parameters.disconnectTimeout)
         consider(self.retransmissionDeadline)
+        consider(self.probeDeadline)
         consider(self.lossDeadline)
         consider(self.pacingDeadline)
         consider(self.ackTracker.deadline)
@@ -60,7 +61,10 @@ extension LinkMachine {
             self.sentLog.pruneFront()
         }
         if let deadline = self.retransmissionDeadline, now >= deadline {
+            self.probeDeadline = nil
             self.onRetransmissionTimeout(now: now)
+        } else if let deadline = self.probeDeadline, now >= deadline {
+            self.onTailLossProbeTimeout()
         }
         if let deadline = self.pacingDeadline, now >= deadline {
             self.pacingDeadline = nil
@@ -69,6 +73,25 @@ extension LinkMachine {
             self.pendingPing = true
         }
         self.reassembler.expire(now: now)
+    }
+
+    /// RFC 8985 §7.3: send one probe past the congestion window: new data when there is some,
+    /// else the last outstanding reliable chunk again (or a PING). Nothing is declared lost and
+    /// the window is untouched; the probe's acknowledgement lets ordinary loss detection decide.
+    private mutating func onTailLossProbeTimeout() {
+        self.probeDeadline = nil
+        guard self.hasOutstandingAckElicitingPackets else { return }
+        self.tailProbeOutstanding = true
+        self.probePending = true
+        self.statistics.tailLossProbes += 1
+        let hasNewData = self.sendStream.hasUnsentData && self.sendStream.sendOffset < self.peerStreamLimit
+        if !hasNewData, self.unreliableQueue.isEmpty {
+            if let range = self.sentLog.newestOutstandingStreamRange {
+                self.sendStream.declareLost(range)
+            } else {
+                self.pendingPing = true
+            }
+        }
     }
 
     /// RFC 6298 (5.4–5.7): send the earliest unacknowledged data again (or a PING when only

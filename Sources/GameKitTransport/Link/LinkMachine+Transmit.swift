@@ -151,6 +151,26 @@ extension LinkMachine {
         packet.isAckEliciting = true
     }
 
+    /// RFC 8985 §7.2: a probe two smoothed round trips after the last transmission, plus the
+    /// peer's acknowledgement delay when a lone packet is out (it may be waiting for a second).
+    /// Not armed while a probe is out, before the first RTT sample, or when the timeout comes first.
+    mutating func armTailLossProbe(now: NIODeadline) {
+        guard !self.tailProbeOutstanding, let srtt = self.rtt.smoothed, self.hasOutstandingAckElicitingPackets else {
+            self.probeDeadline = nil
+            return
+        }
+        var timeout = max(srtt * 2, RTTEstimator.granularity)
+        if self.congestion.bytesInFlight <= self.parameters.maxDatagramSize {
+            timeout = timeout + self.parameters.peerMaxAckDelay
+        }
+        let deadline = now + timeout
+        if let retransmission = self.retransmissionDeadline, deadline >= retransmission {
+            self.probeDeadline = nil
+        } else {
+            self.probeDeadline = deadline
+        }
+    }
+
     /// Encrypts the plaintext as packet `packet.packetNumber`, appends it to `output` and records it.
     private mutating func seal(_ packet: SentPacket, now: NIODeadline, into output: inout ByteBuffer) {
         var packet = packet
@@ -158,7 +178,14 @@ extension LinkMachine {
         self.headerScratch.clear()
         DataPacketHeader(receiverIndex: self.remoteIndex, packetNumber: packet.packetNumber).encode(into: &self.headerScratch)
         output.writeImmutableBuffer(self.headerScratch)
-        AEAD.seal(self.plaintext, key: self.sendKey, counter: packet.packetNumber, authenticating: self.headerScratch, into: &output)
+        AEAD.seal(
+            self.plaintext,
+            key: self.sendKey,
+            noncePrefix: self.remoteIndex,
+            counter: packet.packetNumber,
+            authenticating: self.headerScratch,
+            into: &output
+        )
         packet.size = output.writerIndex - start
         self.sentLog.append(packet)
         self.nextPacketNumber += 1
@@ -173,6 +200,7 @@ extension LinkMachine {
             if self.retransmissionDeadline == nil {
                 self.retransmissionDeadline = now + self.currentRetransmissionTimeout
             }
+            self.armTailLossProbe(now: now)
         }
     }
 }

@@ -74,8 +74,13 @@ struct LinkMachine {
     var pacingDeadline: NIODeadline?
     /// When the retransmission timer last expired.
     var lastTimeout: NIODeadline?
-    /// A probe after a timeout may go out regardless of the congestion window.
+    /// A probe (after a tail-loss-probe or retransmission timeout) may go out regardless of the
+    /// congestion window.
     var probePending = false
+    /// Tail loss probe timer (RFC 8985 §7); nil when not armed.
+    var probeDeadline: NIODeadline?
+    /// A tail loss probe went out and no acknowledgement of new data followed yet.
+    var tailProbeOutstanding = false
 
     /// When the responder sent its response, while an unambiguous RTT sample can still be taken
     /// from it (nil once the response had to be repeated).

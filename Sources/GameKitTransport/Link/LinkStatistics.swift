@@ -26,6 +26,9 @@ public struct LinkStatistics: Sendable, Equatable {
     public var retransmittedBytes: UInt64 = 0
     /// Times the retransmission timer expired.
     public var retransmissionTimeouts: UInt64 = 0
+    /// Tail loss probes sent (RFC 8985): a packet sent two round trips after the last one when no
+    /// acknowledgement came, so that a lost tail is found without waiting for the timeout.
+    public var tailLossProbes: UInt64 = 0
     /// Duplicated or replayed packets dropped by the replay window.
     public var duplicatePacketsDropped: UInt64 = 0
 

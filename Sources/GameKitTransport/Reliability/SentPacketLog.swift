@@ -73,6 +73,11 @@ struct SentPacketLog: Sendable {
         self.packets.firstIndex { $0.state == .outstanding && $0.streamLength > 0 }
     }
 
+    /// The reliable data of the newest outstanding packet that carries some.
+    var newestOutstandingStreamRange: Range<UInt64>? {
+        self.packets.last { $0.state == .outstanding && $0.streamLength > 0 }?.streamRange
+    }
+
     /// The earliest send time among outstanding ack-eliciting packets.
     var oldestOutstandingTime: NIODeadline? {
         for packet in self.packets where packet.state == .outstanding && packet.isAckEliciting {

@@ -4,7 +4,8 @@ import NIOCore
 /// receiver's link index and the packet number.
 ///
 /// The whole header is the additional authenticated data of the packet's AEAD, so none of it can
-/// be altered; the packet number doubles as the nonce, so it is never reused within a direction.
+/// be altered; its last 12 bytes (receiver index and packet number) are the AEAD nonce, unique
+/// because packet numbers are never reused within a direction.
 struct DataPacketHeader: Equatable {
     static let size = WireSize.dataHeader
 

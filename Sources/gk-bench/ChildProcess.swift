@@ -1,0 +1,94 @@
+import Foundation
+
+/// A child process whose standard output is collected as it arrives, so that the parent can wait
+/// for a line ("ready") and read the final JSON line. Every wait has a deadline; `terminate()`
+/// stops a process that overstays.
+final class ChildProcess: @unchecked Sendable {
+    private let process = Process()
+    private let output = Pipe()
+    private let lock = NSLock()
+    private var collected = Data()
+    let name: String
+
+    init(_ executable: String, _ arguments: [String], name: String) {
+        self.name = name
+        self.process.executableURL = URL(fileURLWithPath: executable)
+        self.process.arguments = arguments
+        self.process.standardOutput = self.output
+        self.output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.collected.append(data)
+            self.lock.unlock()
+        }
+    }
+
+    func start() throws {
+        try self.process.run()
+    }
+
+    var lines: [String] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return String(decoding: self.collected, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Waits until a line equal to `line` was printed; false on timeout or exit.
+    func waitForLine(_ line: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if self.lines.contains(line) { return true }
+            if !self.process.isRunning { return self.lines.contains(line) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return false
+    }
+
+    /// Waits for the process to exit; false on timeout.
+    func waitForExit(timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while self.process.isRunning {
+            if Date() >= deadline { return false }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        // Let the last output arrive.
+        Thread.sleep(forTimeInterval: 0.05)
+        return true
+    }
+
+    func terminate() {
+        if self.process.isRunning { self.process.terminate() }
+        _ = self.waitForExit(timeout: 2)
+        if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
+    }
+
+    /// The last line of output that parses as a JSON object.
+    var lastJSONObject: [String: Any]? {
+        for line in self.lines.reversed() {
+            if let data = line.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                return object
+            }
+        }
+        return nil
+    }
+}
+
+/// Where the project's scripts and anchor programs are: found by walking up from the executable.
+enum ProjectLayout {
+    static var root: URL? {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<8 {
+            if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("scripts/sandbox").path) {
+                return directory
+            }
+            directory.deleteLastPathComponent()
+        }
+        let current = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        return FileManager.default.isExecutableFile(atPath: current.appendingPathComponent("scripts/sandbox").path) ? current : nil
+    }
+
+    static var executable: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+    }
+}

@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `gk-bench`: the project's benchmarks, each measured side by side with its anchor in one run.
+@main
+struct GKBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gk-bench",
+        abstract: "OpenGameKit benchmarks, side by side with their anchors.",
+        discussion: "Run inside the project's network sandbox: scripts/sandbox .build/release/gk-bench transport",
+        subcommands: [TransportBenchmark.self, TransportPeer.self, PairRunner.self]
+    )
+}

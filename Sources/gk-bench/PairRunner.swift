@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import NetworkImpairment
+
+/// Runs one (implementation, work) pair: a server process, then a client process, on loopback in
+/// the current namespace; prints the client's JSON line with the server's delivered count added.
+/// `gk-bench transport` runs this inside a fresh sandbox per pair.
+struct PairRunner: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "transport-pair", abstract: "Run one benchmark pair (used by gk-bench itself).", shouldDisplay: false)
+
+    @Option var impl: String
+    @Option var work: String
+    @Option var count: Int
+    @Option var size: Int
+    @Option var timeout: Double = 120
+    @Option var port = 7001
+
+    func run() throws {
+        try NetworkSandbox.requireIsolation()
+        let (program, prefix) = try self.programFor(self.impl)
+        let common = ["--port", "\(self.port)", "--work", self.anchorWork, "--count", "\(self.count)", "--size", "\(self.size)", "--timeout", "\(Int(self.timeout))"]
+        let server = ChildProcess(program, prefix + ["server"] + common, name: "server")
+        try server.start()
+        guard server.waitForLine("ready", timeout: 10) else {
+            server.terminate()
+            throw ValidationError("\(self.impl) server did not start")
+        }
+        let client = ChildProcess(program, prefix + ["client", "--host", "127.0.0.1"] + common, name: "client")
+        try client.start()
+        let clientExited = client.waitForExit(timeout: self.timeout + 10)
+        if !clientExited { client.terminate() }
+        if !server.waitForExit(timeout: 5) { server.terminate() }
+        var line = client.lastJSONObject ?? ["impl": self.impl, "delivered": 0, "error": "client produced no result"]
+        line["work"] = self.work
+        line["impl"] = self.impl
+        if let serverDelivered = server.lastJSONObject?["delivered"] { line["server_delivered"] = serverDelivered }
+        let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// The work name the programs understand.
+    private var anchorWork: String {
+        switch (self.impl, self.work) {
+        case ("tcp", "stream"): "tcp-stream"
+        case ("tcp", _): "tcp-pingpong"
+        case ("udp", _): "udp-pingpong"
+        default: self.work
+        }
+    }
+
+    private func programFor(_ impl: String) throws -> (String, [String]) {
+        switch impl {
+        case "opengamekit":
+            return (ProjectLayout.executable, ["transport-peer"])
+        case "enet", "tcp", "udp":
+            guard let root = ProjectLayout.root else { throw ValidationError("cannot find the project root (scripts/sandbox)") }
+            let name = impl == "enet" ? "enet_anchor" : "kernel_anchor"
+            let path = root.appendingPathComponent("benchmarks/bin/\(name)").path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw ValidationError("\(path) is missing: run make -C benchmarks")
+            }
+            return (path, [])
+        default:
+            throw ValidationError("unknown implementation '\(impl)'")
+        }
+    }
+}

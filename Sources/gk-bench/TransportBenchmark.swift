@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import NetworkImpairment
+
+/// `gk-bench transport`: the transport against ENet, the kernel's TCP and the kernel's UDP, each
+/// pair in a fresh network namespace of its own (so that the loss item's kernel drop applies to
+/// that pair only), the same work for every implementation.
+struct TransportBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "transport", abstract: "Transport throughput and latency against ENet, TCP and UDP.")
+
+    struct WorkItem {
+        var name: String
+        var work: String
+        var count: Int
+        var size: Int
+        var loss: Double
+        var implementations: [String]
+
+        var isPingPong: Bool { self.work.hasPrefix("pingpong") }
+    }
+
+    static let workItems = [
+        WorkItem(name: "reliable-1000", work: "stream", count: 200_000, size: 1000, loss: 0, implementations: ["opengamekit", "enet", "tcp"]),
+        WorkItem(name: "reliable-64k", work: "stream", count: 2_000, size: 65_536, loss: 0, implementations: ["opengamekit", "enet", "tcp"]),
+        WorkItem(name: "pingpong-reliable-1000", work: "pingpong-reliable", count: 10_000, size: 1000, loss: 0, implementations: ["opengamekit", "enet", "tcp", "udp"]),
+        WorkItem(name: "pingpong-unreliable-64", work: "pingpong-unreliable", count: 10_000, size: 64, loss: 0, implementations: ["opengamekit", "enet", "udp"]),
+        WorkItem(name: "reliable-1000-loss5", work: "stream", count: 200_000, size: 1000, loss: 0.05, implementations: ["opengamekit", "enet", "tcp"]),
+    ]
+
+    @Flag(help: "Print one JSON line per work item and implementation, and one with the ratios per work item (the table goes to standard error).")
+    var json = false
+
+    @Flag(help: "A twentieth of the work: checks the harness quickly, not for figures.")
+    var quick = false
+
+    @Option(help: "Only these work items (comma-separated).")
+    var only: String?
+
+    @Option(help: "Seconds allowed for one pair.")
+    var timeout: Double = 180
+
+    func run() throws {
+        try NetworkSandbox.requireIsolation()
+        guard let root = ProjectLayout.root else { throw ValidationError("cannot find the project root (scripts/sandbox)") }
+        let sandbox = root.appendingPathComponent("scripts/sandbox").path
+        let selected = self.only.map { Set($0.split(separator: ",").map(String.init)) }
+        var table = ReportTable()
+        for item in Self.workItems where selected?.contains(item.name) ?? true {
+            var results: [String: [String: Any]] = [:]
+            for implementation in item.implementations {
+                let count = self.quick ? max(item.count / 20, 10) : item.count
+                var arguments = item.loss > 0 ? ["--loss", "\(item.loss)", "--"] : ["--"]
+                arguments += [
+                    ProjectLayout.executable, "transport-pair", "--impl", implementation, "--work", item.work,
+                    "--count", "\(count)", "--size", "\(item.size)", "--timeout", "\(Int(self.timeout))",
+                ]
+                let pair = ChildProcess(sandbox, arguments, name: implementation)
+                try pair.start()
+                if !pair.waitForExit(timeout: self.timeout + 30) { pair.terminate() }
+                var line = pair.lastJSONObject ?? ["error": "no result", "delivered": 0, "expected": count]
+                line["work"] = item.name
+                line["impl"] = implementation
+                line["expected"] = line["expected"] ?? count
+                for key in ["msgs_per_s", "mb_per_s", "p50_us", "p99_us"] where line[key] == nil {
+                    line[key] = NSNull()
+                }
+                results[implementation] = line
+                table.add(line)
+                if self.json { Self.emit(Self.project(line)) }
+            }
+            let ratios = Self.ratios(item: item, results: results)
+            table.addRatios(ratios)
+            if self.json { Self.emit(ratios) }
+        }
+        let rendered = table.render()
+        if self.json {
+            FileHandle.standardError.write(Data(rendered.utf8))
+        } else {
+            FileHandle.standardOutput.write(Data(rendered.utf8))
+        }
+    }
+
+    /// The named fields of an implementation's line.
+    static func project(_ line: [String: Any]) -> [String: Any] {
+        var projected: [String: Any] = [:]
+        for key in ["work", "impl", "msgs_per_s", "mb_per_s", "p50_us", "p99_us", "delivered", "expected"] {
+            projected[key] = line[key] ?? NSNull()
+        }
+        if let error = line["error"] { projected["error"] = error }
+        return projected
+    }
+
+    /// Throughput ratios for streams; latency ratios (lower is better) for ping-pongs.
+    static func ratios(item: WorkItem, results: [String: [String: Any]]) -> [String: Any] {
+        func value(_ impl: String, _ key: String) -> Double? {
+            guard let result = results[impl], (result["delivered"] as? Int) == (result["expected"] as? Int) else { return nil }
+            return result[key] as? Double
+        }
+        func ratio(_ numerator: Double?, _ denominator: Double?) -> Any {
+            guard let numerator, let denominator, denominator > 0 else { return NSNull() }
+            return (numerator / denominator * 1000).rounded() / 1000
+        }
+        var line: [String: Any] = ["work": item.name, "kind": item.isPingPong ? "latency" : "throughput"]
+        if item.isPingPong {
+            line["ratio_vs_enet"] = ratio(value("opengamekit", "p50_us"), value("enet", "p50_us"))
+            line["ratio_vs_tcp"] = ratio(value("opengamekit", "p50_us"), value("tcp", "p50_us"))
+            line["p50_ratio_vs_udp"] = ratio(value("opengamekit", "p50_us"), value("udp", "p50_us"))
+            line["p99_ratio_vs_udp"] = ratio(value("opengamekit", "p99_us"), value("udp", "p99_us"))
+        } else {
+            line["ratio_vs_enet"] = ratio(value("opengamekit", "msgs_per_s"), value("enet", "msgs_per_s"))
+            line["ratio_vs_tcp"] = ratio(value("opengamekit", "msgs_per_s"), value("tcp", "msgs_per_s"))
+        }
+        return line
+    }
+
+    static func emit(_ object: [String: Any]) {
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}
+
+/// The human-readable table.
+struct ReportTable {
+    private var rows: [[String]] = [["work", "impl", "msgs/s", "MB/s", "p50 µs", "p99 µs", "delivered"]]
+
+    mutating func add(_ line: [String: Any]) {
+        func number(_ key: String, _ digits: Int) -> String {
+            guard let value = line[key] as? Double else { return "-" }
+            return String(format: "%.\(digits)f", value)
+        }
+        let delivered = "\(line["delivered"] ?? 0)/\(line["expected"] ?? 0)" + ((line["error"] as? String).map { " (\($0))" } ?? "")
+        self.rows.append([
+            line["work"] as? String ?? "", line["impl"] as? String ?? "",
+            number("msgs_per_s", 0), number("mb_per_s", 1), number("p50_us", 1), number("p99_us", 1), delivered,
+        ])
+    }
+
+    mutating func addRatios(_ line: [String: Any]) {
+        let text = ["ratio_vs_enet", "ratio_vs_tcp", "p50_ratio_vs_udp", "p99_ratio_vs_udp"].compactMap { key -> String? in
+            guard let value = line[key] else { return nil }
+            return "\(key)=\((value as? Double).map { String(format: "%.3f", $0) } ?? "n/a")"
+        }.joined(separator: "  ")
+        self.rows.append(["", "ratios", text, "", "", "", ""])
+    }
+
+    func render() -> String {
+        let widths = (0..<7).map { column in self.rows.filter { $0[1] != "ratios" }.map { $0[column].count }.max() ?? 0 }
+        return self.rows.map { row in
+            if row[1] == "ratios" { return "  -> " + row[2] }
+            return row.enumerated().map { index, cell in
+                index < 2 ? cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: max(0, widths[index] - cell.count)) + cell
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Computes the fixed key-derivation vectors of Tests/GameKitTransportTests/KeyScheduleTests.swift
+with an independent implementation (pyca/cryptography over OpenSSL), following docs/PROTOCOL.md §4.
+Run: python3 scripts/key-vectors.py"""
+import hashlib, hmac
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+def hkdf_extract(salt, ikm): return hmac.new(salt, ikm, hashlib.sha256).digest()
+def hkdf_expand(prk, info, length):
+    out, block, counter = b"", b"", 1
+    while len(out) < length:
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
+        out += block; counter += 1
+    return out[:length]
+
+password = b"correct horse"
+psk = hkdf_extract(b"OpenGameKit v1 psk", password)
+psk_empty = hkdf_extract(b"OpenGameKit v1 psk", b"")
+initiator_private = bytes(range(1, 33))
+responder_private = bytes(range(101, 133))
+ei = X25519PrivateKey.from_private_bytes(initiator_private)
+er = X25519PrivateKey.from_private_bytes(responder_private)
+ei_pub = ei.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+er_pub = er.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+shared = ei.exchange(X25519PublicKey.from_public_bytes(er_pub))
+initiation_key = hkdf_expand(psk, b"ogk1 initiation" + ei_pub, 32)
+cancel_key = hkdf_expand(psk, b"ogk1 cancel" + ei_pub, 32)
+transcript = hashlib.sha256(b"initiation bytes" + b"response header").digest()
+okm = hkdf_expand(hkdf_extract(psk, shared), b"ogk1 session" + transcript, 96)
+nonce = bytes(4) + (5).to_bytes(8, "big")
+sealed = ChaCha20Poly1305(okm[32:64]).encrypt(nonce, b"hello, link", bytes(16))
+mac = hmac.new(b"0123456789abcdef", b"message", hashlib.sha256).digest()[:16]
+for name, value in [("psk", psk), ("pskEmpty", psk_empty), ("initiatorPublic", ei_pub), ("responderPublic", er_pub),
+                    ("shared", shared), ("initiationKey", initiation_key), ("cancelKey", cancel_key),
+                    ("responseKey", okm[:32]), ("initiatorToResponder", okm[32:64]), ("responderToInitiator", okm[64:]),
+                    ("sealedPacket5", sealed), ("truncatedMAC", mac)]:
+    print(f'static let {name} = "{value.hex()}"')
