@@ -77,7 +77,7 @@ final class ChildProcess: @unchecked Sendable {
 /// Where the project's scripts and anchor programs are: found by walking up from the executable.
 enum ProjectLayout {
     static var root: URL? {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        var directory = URL(fileURLWithPath: Self.executable).deletingLastPathComponent()
         for _ in 0..<8 {
             if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("scripts/sandbox").path) {
                 return directory
@@ -88,7 +88,12 @@ enum ProjectLayout {
         return FileManager.default.isExecutableFile(atPath: current.appendingPathComponent("scripts/sandbox").path) ? current : nil
     }
 
+    /// This program's own path (from /proc on Linux, so that a PATH lookup does not matter).
     static var executable: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+        let proc = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        if proc.path != "/proc/self/exe", FileManager.default.isExecutableFile(atPath: proc.path) {
+            return proc.path
+        }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     }
 }

@@ -80,6 +80,11 @@ struct Connect: AsyncParsableCommand {
         if self.linger > 0 {
             try? await Task.sleep(nanoseconds: UInt64(self.linger * 1e9))
         }
+        // Wait (boundedly) until everything sent is acknowledged, so the figures are complete.
+        for _ in 0..<6000 {
+            guard let queued = endpoint.statistics(for: link.id)?.bytesQueued, queued > 0 else { break }
+            try? await Task.sleep(nanoseconds: 5_000_000)
+        }
         let stats = endpoint.statistics(for: link.id)
         try? endpoint.close(link.id, code: self.closeCode)
         let why = await closed.wait(seconds: max(30, self.transport.disconnectTimeout + 5))

@@ -81,6 +81,7 @@ enum Output {
             "cookie_replies_sent": stats.cookieRepliesSent,
             "connection_requests": stats.connectionRequestsReceived,
             "pending_requests": stats.pendingRequests,
+            "unconfirmed_links": stats.unconfirmedLinks,
             "links_opened": stats.linksOpened,
             "links_closed": stats.linksClosed,
             "links": stats.links,

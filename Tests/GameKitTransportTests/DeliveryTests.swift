@@ -394,4 +394,72 @@ struct DeliveryTests {
         #expect(network.nodes[b].received(on: receiver, mode: .reliable).count == 50)
         #expect(network.nodes[b].machine.links[receiver.rawValue]?.machine.remoteAddress == moved)
     }
+
+    // MARK: - Timeouts: spurious or genuine
+
+    enum StallEnding {
+        /// Everything held is delivered late: the timeouts were spurious.
+        case releaseAll
+        /// Everything held is lost: the timeouts were genuine.
+        case dropAll
+        /// Only what was sent after the first timeout (the probes) gets through: genuine, and an
+        /// acknowledgement of a probe sent between two timeouts must not pass for an original.
+        case releaseProbesOnly
+    }
+
+    /// Holds every data packet A sends for a while (a stall spanning several timeouts), then ends
+    /// the stall as `ending` says. Returns the window before, the window after, and the timeouts.
+    static func stall(ending: StallEnding) -> (before: Int, after: Int, timeouts: UInt64) {
+        var network = VirtualNetwork()
+        let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(5)))
+        let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(5)))
+        let (sender, receiver) = network.openLink(from: a, to: b)!
+        for sequence in 0..<400 { network.nodes[a].outgoing.append((sender, .numbered(sequence, size: 1000), .reliable)) }
+        network.run(for: .milliseconds(200))
+        final class Stash { var held: [SimulatedDatagram] = []; var holding = true }
+        let stash = Stash()
+        network.interceptor = { datagram in
+            guard stash.holding, datagram.destination == VirtualNetwork.address(2) else { return true }
+            stash.held.append(datagram)
+            return false
+        }
+        for sequence in 400..<800 { network.nodes[a].outgoing.append((sender, .numbered(sequence, size: 1000), .reliable)) }
+        network.run(for: .milliseconds(20))
+        let before = network.nodes[a].machine.linkStatistics(sender)!.congestionWindow
+        // The first packet number sent at or after the first timeout: everything from there on is
+        // a timeout probe (the window is full, so nothing else goes out during the stall).
+        var firstProbe: UInt64?
+        for _ in 0..<400 {  // 400 ms: at least two timeouts pass
+            let next = network.nodes[a].machine.links[sender.rawValue]!.machine.nextPacketNumber
+            network.run(for: .milliseconds(1))
+            if firstProbe == nil, network.nodes[a].machine.linkStatistics(sender)!.retransmissionTimeouts >= 1 {
+                firstProbe = next
+            }
+        }
+        stash.holding = false
+        switch ending {
+        case .releaseAll: network.injected.append(contentsOf: stash.held)
+        case .dropAll: break
+        case .releaseProbesOnly:
+            network.injected.append(contentsOf: stash.held.filter { $0.bytes.getInteger(at: 8, as: UInt64.self)! >= firstProbe! })
+        }
+        network.run(for: .milliseconds(30))
+        let stats = network.nodes[a].machine.linkStatistics(sender)!
+        network.run(for: .seconds(10)) { $0.nodes[b].received(on: receiver, mode: .reliable).count == 800 }
+        #expect(network.nodes[b].received(on: receiver, mode: .reliable).map(\.sequenceNumber) == Array(0..<800))
+        return (before, stats.congestionWindow, stats.retransmissionTimeouts)
+    }
+
+    @Test func aSpuriousTimeoutGivesTheWindowBack() {
+        let (before, after, timeouts) = Self.stall(ending: .releaseAll)
+        #expect(timeouts >= 2)
+        #expect(after >= before)
+    }
+
+    @Test(arguments: [StallEnding.dropAll, .releaseProbesOnly])
+    func aGenuineTimeoutKeepsTheWindowSmall(ending: StallEnding) {
+        let (before, after, timeouts) = Self.stall(ending: ending)
+        #expect(timeouts >= 2)
+        #expect(after < before / 2)
+    }
 }

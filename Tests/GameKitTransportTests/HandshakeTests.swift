@@ -2,7 +2,7 @@ import NIOCore
 import NetworkImpairment
 import Testing
 
-@testable import GameKitTransport
+@_spi(Testing) @testable import GameKitTransport
 
 @Suite("Handshake")
 struct HandshakeTests {
@@ -243,5 +243,172 @@ struct HandshakeTests {
                 #expect(reply.bytes.readableBytes <= smallestInitiation)
             }
         }
+    }
+
+    // MARK: - Defence against floods
+
+    /// Valid initiations from `count` distinct spoofed sources, delivered to node `target`.
+    static func flood(_ network: inout VirtualNetwork, target: Int, count: Int) {
+        for index in 0..<count {
+            let datagram = try! TransportEndpoint.makeInitiation()
+            network.injected.append(SimulatedDatagram(
+                source: try! SocketAddress(ipAddress: "10.9.\(index / 250).\(index % 250 + 1)", port: 1000 + index),
+                destination: network.nodes[target].address,
+                bytes: datagram
+            ))
+        }
+        network.run(for: .milliseconds(1))
+    }
+
+    @Test func withCookiesRequiredAFloodLeavesNoStateAtAll() {
+        var configuration = TransportConfiguration()
+        configuration.cookieThreshold = 0
+        var network = VirtualNetwork()
+        let b = network.addNode(configuration: configuration)
+        Self.flood(&network, target: b, count: 500)
+        let stats = network.nodes[b].machine.endpointStatistics
+        #expect(stats.cookieRepliesSent == 500)
+        #expect(stats.pendingRequests == 0 && stats.unconfirmedLinks == 0 && stats.links == 0)
+        #expect(stats.connectionRequestsReceived == 0)
+        #expect(network.nodes[b].events.isEmpty)
+    }
+
+    @Test func underLoadStateStaysBoundedAndUnconfirmedLinksExpire() {
+        var configuration = TransportConfiguration()
+        configuration.cookieThreshold = 4
+        configuration.handshakeTimeout = .seconds(3)
+        var network = VirtualNetwork()
+        let b = network.addNode(configuration: configuration)  // accepts every request
+        Self.flood(&network, target: b, count: 300)
+        var stats = network.nodes[b].machine.endpointStatistics
+        #expect(stats.connectionRequestsReceived == 4)
+        #expect(stats.unconfirmedLinks + stats.pendingRequests == 4)
+        #expect(stats.cookieRepliesSent == 296)
+        network.run(for: .seconds(4))
+        stats = network.nodes[b].machine.endpointStatistics
+        #expect(stats.unconfirmedLinks == 0 && stats.links == 0)
+        #expect(network.nodes[b].closeReasons == Array(repeating: .handshakeNotConfirmed, count: 4))
+        #expect(network.nodes[b].openedLinks.isEmpty)
+    }
+
+    @Test func genuineInitiatorGetsThroughTheCookieRoundTrip() {
+        var configuration = TransportConfiguration()
+        configuration.cookieThreshold = 0
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode(configuration: configuration)
+        #expect(network.openLink(from: a, to: b) != nil)
+        #expect(network.nodes[b].machine.endpointStatistics.cookieRepliesSent == 1)
+    }
+
+    @Test func unsupportedVersionIsAnsweredWithTheSpokenVersion() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        network.interceptor = { datagram in
+            // A future initiator: same layout, version 2.
+            if datagram.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue {
+                datagram.bytes.setInteger(UInt8(2), at: 1)
+            }
+            return true
+        }
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .seconds(5)) { !$0.nodes[a].connectFailures.isEmpty }
+        #expect(network.nodes[a].connectFailures == [.unsupportedVersion(remote: 1)])
+        #expect(network.nodes[b].events.isEmpty)
+        #expect(network.nodes[b].machine.endpointStatistics.unsupportedVersions >= 1)
+    }
+
+    // MARK: - Review findings
+
+    @Test func aLateDuplicateOfAnInitiationAfterConfirmationIsAbsorbed() {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        var initiation: SimulatedDatagram?
+        network.interceptor = { datagram in
+            if datagram.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue { initiation = datagram }
+            return true
+        }
+        _ = network.openLink(from: a, to: b)!
+        network.interceptor = nil
+        network.injected.append(initiation!)
+        network.run(for: .seconds(1))
+        let requests = network.nodes[b].events.filter { if case .connectionRequest = $0 { true } else { false } }
+        #expect(requests.count == 1)
+    }
+
+    @Test func aLowOrderEphemeralKeyIsRefusedAtAccept() throws {
+        var network = VirtualNetwork()
+        let b = network.addNode()
+        network.nodes[b].answer = nil
+        network.nodes[b].recordSent = true
+        // A hand-made initiation whose ephemeral key is the point of order one (all zeros).
+        let zeroKey = ByteBuffer(repeating: 0, count: 32)
+        var header = ByteBuffer()
+        header.writeInteger(PacketType.initiation.rawValue)
+        header.writeInteger(ProtocolVersion.current)
+        header.writeInteger(UInt16(0))
+        header.writeInteger(UInt32(77))
+        header.writeImmutableBuffer(zeroKey)
+        var plaintext = ByteBuffer()
+        TransportConfiguration().localParameters.encode(into: &plaintext)
+        var datagram = header
+        AEAD.seal(plaintext, key: KeySchedule.initiationKey(psk: PreSharedKey(password: nil), initiatorEphemeral: zeroKey), counter: 0, authenticating: header, into: &datagram)
+        datagram.writeRepeatingByte(0, count: 16)
+        network.injected.append(SimulatedDatagram(source: VirtualNetwork.address(9), destination: network.nodes[b].address, bytes: datagram))
+        network.run(for: .milliseconds(1))
+        let request = try #require(network.nodes[b].events.compactMap { event -> ConnectionRequest? in
+            if case .connectionRequest(let request) = event { return request } else { return nil }
+        }.first)
+        #expect(throws: TransportError.authenticationFailed) {
+            try network.nodes[b].machine.accept(request.id, payload: ByteBuffer(), now: network.now)
+        }
+        network.run(for: .milliseconds(1))
+        #expect(network.nodes[b].sent.contains { $0.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.reject.rawValue })
+        #expect(network.nodes[b].machine.links.isEmpty)
+    }
+
+    @Test func failedAuthenticationsBeyondTheReplyBudgetRequireCookies() {
+        var network = VirtualNetwork()
+        let b = network.addNode(configuration: TransportConfiguration(password: "right"))
+        for index in 0..<300 {
+            let datagram = try! TransportEndpoint.makeInitiation(configuration: TransportConfiguration(password: "wrong"))
+            network.injected.append(SimulatedDatagram(source: try! SocketAddress(ipAddress: "10.7.\(index / 250).\(index % 250 + 1)", port: 2000), destination: network.nodes[b].address, bytes: datagram))
+        }
+        network.run(for: .milliseconds(1))
+        let stats = network.nodes[b].machine.endpointStatistics
+        // About one bucket of rejects (100), then cookies before any key is derived.
+        #expect(stats.handshakeAuthenticationFailures <= 101)
+        #expect(stats.cookieRepliesSent >= 199)
+    }
+
+    @Test func repeatedCookiesDoNotMakeTheInitiatorSendFasterThanItsTimer() throws {
+        var handshake = try InitiatorHandshake(
+            localIndex: 1, remoteAddress: VirtualNetwork.address(2), psk: PreSharedKey(password: nil),
+            parameters: TransportConfiguration().localParameters, payload: ByteBuffer(), maxDatagramSize: 1200,
+            now: .uptimeNanoseconds(0), timeout: .seconds(10)
+        )
+        let cookie = ByteBuffer(repeating: 3, count: 16)
+        let now = NIODeadline.uptimeNanoseconds(1_000_000)
+        #expect(handshake.acceptCookie(cookie, now: now) != nil)
+        for step in 1...5 {
+            #expect(handshake.acceptCookie(cookie, now: now + .milliseconds(Int64(step * 10))) == nil)
+        }
+        #expect(handshake.acceptCookie(cookie, now: now + .milliseconds(300)) != nil)
+    }
+
+    @Test func unknownRejectReasonsFailTheHandshakeAsADenial() {
+        var bytes = ByteBuffer()
+        RejectMessage(version: 1, reason: .denied, receiverIndex: 5, code: 8, echo: ByteBuffer(repeating: 1, count: 16)).encode(into: &bytes)
+        bytes.setInteger(UInt8(200), at: 2)
+        #expect(RejectMessage.decode(bytes)?.reason == .denied)
+    }
+
+    @Test func anIdleEndpointStillRotatesItsCookieSecrets() {
+        var network = VirtualNetwork()
+        let b = network.addNode()
+        let deadline = network.nodes[b].machine.nextDeadline
+        #expect(deadline != nil && deadline! <= network.now + CookieGenerator.rotationInterval)
     }
 }

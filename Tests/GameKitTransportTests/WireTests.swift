@@ -139,7 +139,7 @@ struct WireTests {
         reject.encode(into: &rejectBytes)
         #expect(rejectBytes.readableBytes == RejectMessage.size)
         #expect(RejectMessage.decode(rejectBytes) == reject)
-        rejectBytes.setInteger(UInt8(9), at: 2)  // unknown reason
+        rejectBytes.writeInteger(UInt8(0))  // one byte too many
         #expect(RejectMessage.decode(rejectBytes) == nil)
 
         let cookie = CookieMessage(version: 1, receiverIndex: 42, echo: ByteBuffer(repeating: 4, count: 16), cookie: ByteBuffer(repeating: 5, count: 16))

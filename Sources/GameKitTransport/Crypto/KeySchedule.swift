@@ -90,6 +90,17 @@ enum KeySchedule {
         }
     }
 
+    /// X25519 with the peer's raw public key; nil when the key is malformed or the result is all
+    /// zeros (a low-order point: the peer would not contribute to the secret), as WireGuard checks.
+    static func agree(_ privateKey: Curve25519.KeyAgreement.PrivateKey, peerPublicKey: ByteBuffer) -> SharedSecret? {
+        guard
+            let peer = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: Array(buffer: peerPublicKey)),
+            let shared = try? privateKey.sharedSecretFromKeyAgreement(with: peer),
+            shared.withUnsafeBytes({ $0.contains { $0 != 0 } })
+        else { return nil }
+        return shared
+    }
+
     /// HMAC-SHA256 truncated to 16 bytes: mac2, cookies and cancel MACs.
     static func truncatedMAC(key: SymmetricKey, over message: ByteBuffer) -> [UInt8] {
         var mac = HMAC<SHA256>(key: key)

@@ -13,6 +13,7 @@ extension EndpointMachine {
         guard peek.version == ProtocolVersion.current else {
             // Tell a newer (or older) initiator which version this side speaks; never with a reply
             // larger than what it answers.
+            self.statistics.unsupportedVersions += 1
             if datagram.readableBytes >= RejectMessage.size, self.replyLimiter.take(now: now) {
                 self.outbox.append((address, ResponderHandshake.reject(.unsupportedVersion, receiverIndex: peek.senderIndex, echo: peek.echo)))
             }
@@ -25,16 +26,19 @@ extension EndpointMachine {
         let source = HandshakeSource(address: address, index: message.senderIndex)
         if self.answerRepeat(of: message, from: source, now: now) { return }
 
-        // Under load, an initiation must carry a valid cookie MAC before anything else is done.
+        // Under load (handshakes awaiting an answer or a confirmation, or the reply budget spent
+        // on failed authentications), an initiation must carry a valid cookie MAC before any
+        // cryptography is done for it.
         let withoutMAC = datagram.getSlice(at: datagram.readerIndex, length: datagram.readableBytes - WireSize.mac)!
-        if self.requests.count >= self.configuration.cookieThreshold,
+        let underLoad = self.handshakesInProgress >= self.configuration.cookieThreshold || !self.replyLimiter.hasTokens(now: now)
+        if underLoad,
             !self.cookies.isValid(mac2: message.mac2, message: withoutMAC, from: address)
         {
             self.outbox.append((address, ResponderHandshake.cookieReply(self.cookies.cookie(for: address), receiverIndex: message.senderIndex, echo: message.echo)))
             self.statistics.cookieRepliesSent += 1
             return
         }
-        guard self.requests.count < self.configuration.maximumPendingRequests else {
+        guard self.handshakesInProgress < self.configuration.maximumPendingRequests else {
             self.statistics.droppedOverload += 1
             return
         }
@@ -75,7 +79,7 @@ extension EndpointMachine {
             return true
         }
         if let answer = self.answered[source], answer.ephemeralPublicKey == message.ephemeralPublicKey {
-            self.outbox.append((source.address, answer.reply))
+            if let reply = answer.reply { self.outbox.append((source.address, reply)) }
             return true
         }
         if let id = self.requestsBySource[source], self.requests[id]?.ephemeralPublicKey == message.ephemeralPublicKey {
@@ -121,7 +125,7 @@ extension EndpointMachine {
         let index = message.receiverIndex
         if let withdrawn = self.withdrawnInitiations[index] {
             // Accepted after this side gave up: make sure the responder drops the link.
-            self.outbox.append((address, withdrawn.cancel))
+            if self.replyLimiter.take(now: now) { self.outbox.append((address, withdrawn.cancel)) }
             return
         }
         guard let initiator = self.initiators[index], let completion = initiator.complete(with: message) else {
@@ -172,7 +176,8 @@ extension EndpointMachine {
             self.statistics.droppedStrayHandshake += 1
             return
         }
-        let repeated = self.initiators[index]!.acceptCookie(message.cookie, now: now)
-        self.outbox.append((self.initiators[index]!.remoteAddress, repeated))
+        if let repeated = self.initiators[index]!.acceptCookie(message.cookie, now: now) {
+            self.outbox.append((self.initiators[index]!.remoteAddress, repeated))
+        }
     }
 }

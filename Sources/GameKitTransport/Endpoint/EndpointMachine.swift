@@ -48,6 +48,8 @@ struct EndpointMachine {
     /// Send-buffer space released per link since the last `takeReleasedSpace()`.
     var releasedSpace: [LinkID] = []
     var statistics = EndpointStatistics()
+    /// The time of the latest call that passed one (for bookkeeping inside event collection).
+    private(set) var lastNow: NIODeadline
     private var transmitOrder: [UInt32] = []
     private var transmitPosition = 0
     private var scratchEvents: [LinkEvent] = []
@@ -58,6 +60,7 @@ struct EndpointMachine {
         self.psk = PreSharedKey(password: configuration.preSharedKey)
         self.localParameters = configuration.localParameters
         self.cookies = CookieGenerator(now: now)
+        self.lastNow = now
     }
 
     // MARK: - Application operations
@@ -107,7 +110,11 @@ struct EndpointMachine {
                 payload: payload,
                 psk: self.psk
             )
-        else { throw .authenticationFailed }
+        else {
+            // A low-order ephemeral key: no honest initiator sends one. Refuse like a bad password.
+            self.outbox.append((request.source.address, ResponderHandshake.reject(.authenticationFailed, receiverIndex: request.source.index, echo: request.echo)))
+            throw .authenticationFailed
+        }
         let parameters = LinkParameters(configuration: self.configuration, local: self.localParameters, peer: request.parameters)
         self.links[index] = LinkSlot(LinkMachine(
             localIndex: index,
@@ -175,6 +182,10 @@ struct EndpointMachine {
         }
     }
 
+    /// Handshakes this side answers that hold state: requests awaiting the application, and
+    /// accepted links awaiting the initiator's confirmation.
+    var handshakesInProgress: Int { self.requests.count + self.accepted.count }
+
     func linkStatistics(_ link: LinkID) -> LinkStatistics? {
         self.links[link.rawValue]?.machine.statisticsSnapshot
     }
@@ -182,6 +193,7 @@ struct EndpointMachine {
     var endpointStatistics: EndpointStatistics {
         var snapshot = self.statistics
         snapshot.pendingRequests = self.requests.count
+        snapshot.unconfirmedLinks = self.accepted.count
         snapshot.pendingInitiations = self.initiators.count
         snapshot.links = self.links.count
         return snapshot
@@ -194,6 +206,7 @@ struct EndpointMachine {
     // MARK: - Datagrams in
 
     mutating func handleDatagram(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+        self.lastNow = now
         self.statistics.datagramsReceived += 1
         guard
             let typeByte = datagram.getInteger(at: datagram.readerIndex, as: UInt8.self),
@@ -243,10 +256,12 @@ struct EndpointMachine {
         for answer in self.answered.values { consider(answer.until) }
         for withdrawn in self.withdrawnInitiations.values { consider(withdrawn.until) }
         for slot in self.links.values { consider(slot.machine.nextDeadline) }
+        consider(self.cookies.nextRotation)
         return deadline
     }
 
     mutating func handleTimeouts(now: NIODeadline) {
+        self.lastNow = now
         self.cookies.rotateIfNeeded(now: now)
         for index in Array(self.initiators.keys) {
             switch self.initiators[index]!.handleTimeout(now: now) {
@@ -317,8 +332,15 @@ struct EndpointMachine {
             case .message(let message, let mode):
                 self.events.append(.received(message, link: link, mode: mode))
             case .confirmed:
-                let source = self.acceptedByLink.removeValue(forKey: index)
-                let payload = source.flatMap { self.accepted.removeValue(forKey: $0)?.initiationPayload } ?? ByteBuffer()
+                var payload = ByteBuffer()
+                if let source = self.acceptedByLink.removeValue(forKey: index), let accepted = self.accepted.removeValue(forKey: source) {
+                    payload = accepted.initiationPayload
+                    self.answered[source] = AnsweredHandshake(
+                        ephemeralPublicKey: accepted.ephemeralPublicKey,
+                        reply: nil,
+                        until: self.lastNow + Self.answerLifetime
+                    )
+                }
                 self.statistics.linksOpened += 1
                 self.events.append(.linkOpened(link, remoteAddress: slot.machine.remoteAddress, payload: payload))
             case .closed(let reason):

@@ -14,6 +14,8 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var droppedStrayHandshake: UInt64 = 0
     /// Initiations dropped because too many requests await an answer.
     public var droppedOverload: UInt64 = 0
+    /// Initiations of a protocol version this endpoint does not speak.
+    public var unsupportedVersions: UInt64 = 0
     /// Initiations refused for failing authentication.
     public var handshakeAuthenticationFailures: UInt64 = 0
     public var cookieRepliesSent: UInt64 = 0
@@ -23,6 +25,8 @@ public struct EndpointStatistics: Sendable, Equatable {
 
     /// Requests awaiting the application's answer right now (the only per-source handshake state).
     public var pendingRequests: Int = 0
+    /// Links accepted but not yet confirmed by their initiator.
+    public var unconfirmedLinks: Int = 0
     /// Handshakes this side initiated, awaiting a response.
     public var pendingInitiations: Int = 0
     /// Links, including those closing.

@@ -44,11 +44,13 @@ struct AcceptedHandshake {
     var initiationPayload: ByteBuffer
 }
 
-/// A denied or refused handshake remembered briefly, so repeats of the initiation get the same
-/// reject instead of a second request.
+/// A handshake already answered, remembered briefly so that repeats (or network duplicates) of its
+/// initiation get the same reject, or nothing once the link is confirmed, instead of becoming a
+/// second request.
 struct AnsweredHandshake {
     var ephemeralPublicKey: ByteBuffer
-    var reply: ByteBuffer
+    /// The reject to send again; nil for a confirmed link (repeats are absorbed silently).
+    var reply: ByteBuffer?
     var until: NIODeadline
 }
 
@@ -67,12 +69,22 @@ struct ReplyRateLimiter {
     private var updated: NIODeadline?
 
     mutating func take(now: NIODeadline) -> Bool {
+        self.refill(now: now)
+        guard self.tokens >= 1 else { return false }
+        self.tokens -= 1
+        return true
+    }
+
+    /// Whether a reply could be sent now (the bucket is not empty).
+    mutating func hasTokens(now: NIODeadline) -> Bool {
+        self.refill(now: now)
+        return self.tokens >= 1
+    }
+
+    private mutating func refill(now: NIODeadline) {
         if let updated, now > updated {
             self.tokens = min(Self.perSecond, self.tokens + Self.perSecond * Double((now - updated).nanoseconds) / 1e9)
         }
         self.updated = now
-        guard self.tokens >= 1 else { return false }
-        self.tokens -= 1
-        return true
     }
 }

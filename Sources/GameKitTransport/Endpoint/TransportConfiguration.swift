@@ -34,7 +34,8 @@ public struct TransportConfiguration: Sendable {
     /// timeout, at most 5 seconds.
     public var keepaliveInterval: TimeAmount?
 
-    /// How long `connect` keeps trying when the caller gives no timeout.
+    /// How long `connect` keeps trying when the caller gives no timeout, and how long an accepted
+    /// link waits for its initiator's confirmation.
     public var handshakeTimeout: TimeAmount = .seconds(10)
 
     /// Longest delay before acknowledging a lone packet.
@@ -50,13 +51,14 @@ public struct TransportConfiguration: Sendable {
     /// How long a partly received unreliable message waits for its other fragments.
     public var unreliableReassemblyTimeout: TimeAmount = .seconds(2)
 
-    /// Above this many handshakes awaiting an answer, new initiations must first prove their
-    /// source address with a cookie (no state is kept for unproven sources). 0 requires cookies
-    /// always.
+    /// From this many handshakes holding state (requests awaiting an answer, accepted links
+    /// awaiting confirmation) on, or while failed authentications use up the reply budget, new
+    /// initiations must first prove their source address with a cookie (no state is kept and no
+    /// key derived for unproven sources). 0 requires cookies always.
     public var cookieThreshold: Int = 16
 
-    /// Handshakes awaiting the application's decision are never more than this; further
-    /// initiations are dropped until some are answered.
+    /// Handshakes holding state are never more than this; further initiations are dropped until
+    /// some complete.
     public var maximumPendingRequests: Int = 1024
 
     /// Send UDP segmentation offload batches (Linux GSO) when the kernel supports it, and ask for

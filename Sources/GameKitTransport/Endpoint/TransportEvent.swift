@@ -53,6 +53,7 @@ public enum TransportEvent: Sendable {
     /// A send failed with ``TransportError/bufferFull`` and the buffer has drained to half.
     case sendBufferAvailable(LinkID)
     /// An initiation from `remoteAddress` was refused because it did not authenticate (the
-    /// initiator holds another password). The initiator learns the same.
+    /// initiator holds another password); the initiator is told the same. Reported together with
+    /// that reply, so at most 100 times a second (more failures are only counted).
     case handshakeFailed(remoteAddress: SocketAddress, TransportError)
 }

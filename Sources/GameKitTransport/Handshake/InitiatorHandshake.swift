@@ -24,6 +24,8 @@ struct InitiatorHandshake {
     private let initiationWithoutMAC: ByteBuffer
     private let ephemeralPublic: ByteBuffer
     private var cookie: SymmetricKey?
+    /// When a cookie last made the initiation go out again at once.
+    private var lastCookieResend: NIODeadline?
     private(set) var nextRetransmit: NIODeadline
     private var interval = InitiatorHandshake.initialRetransmitInterval
 
@@ -103,9 +105,16 @@ struct InitiatorHandshake {
 
     var nextDeadline: NIODeadline { min(self.nextRetransmit, self.deadline) }
 
-    /// Takes the responder's cookie and returns the initiation to send again at once.
-    mutating func acceptCookie(_ cookie: ByteBuffer, now: NIODeadline) -> ByteBuffer {
+    /// Takes the responder's cookie and returns the initiation to send again at once, unless a
+    /// cookie already caused an immediate repeat within the initial retransmission interval (so
+    /// that forged or repeated cookies cannot make this side send faster than its timer would;
+    /// the next timed repeat then carries the newest cookie).
+    mutating func acceptCookie(_ cookie: ByteBuffer, now: NIODeadline) -> ByteBuffer? {
         self.cookie = SymmetricKey(data: Array(buffer: cookie))
+        if let last = self.lastCookieResend, now - last < Self.initialRetransmitInterval {
+            return nil
+        }
+        self.lastCookieResend = now
         self.nextRetransmit = min(now + self.interval, self.deadline)
         return self.datagram()
     }
@@ -123,8 +132,7 @@ struct InitiatorHandshake {
         guard
             response.receiverIndex == self.localIndex,
             response.version == ProtocolVersion.current,
-            let peerKey = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: Array(buffer: response.ephemeralPublicKey)),
-            let shared = try? self.ephemeral.sharedSecretFromKeyAgreement(with: peerKey)
+            let shared = KeySchedule.agree(self.ephemeral, peerPublicKey: response.ephemeralPublicKey)
         else { return nil }
         var header = ByteBuffer()
         response.encodeHeader(into: &header)

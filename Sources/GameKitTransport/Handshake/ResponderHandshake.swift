@@ -43,7 +43,7 @@ enum ResponderHandshake {
     }
 
     /// The response accepting an initiation, and the keys of the new link. Nil when the initiator's
-    /// ephemeral key is not a usable curve point.
+    /// ephemeral key is a low-order point (the key agreement would not depend on it).
     static func respond(
         initiatorEphemeral: ByteBuffer,
         initiatorIndex: UInt32,
@@ -54,10 +54,7 @@ enum ResponderHandshake {
         psk: PreSharedKey
     ) -> (datagram: ByteBuffer, keys: LinkKeys)? {
         let ephemeral = Curve25519.KeyAgreement.PrivateKey()
-        guard
-            let peerKey = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: Array(buffer: initiatorEphemeral)),
-            let shared = try? ephemeral.sharedSecretFromKeyAgreement(with: peerKey)
-        else { return nil }
+        guard let shared = KeySchedule.agree(ephemeral, peerPublicKey: initiatorEphemeral) else { return nil }
         let response = ResponseMessage(
             version: ProtocolVersion.current,
             senderIndex: localIndex,

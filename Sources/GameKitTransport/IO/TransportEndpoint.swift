@@ -70,10 +70,10 @@ public final class TransportEndpoint: Sendable {
         let receiveOffload = configuration.segmentationOffload && System.supportsUDPReceiveOffload
         let core = EndpointCore(machine: machine, eventLoop: eventLoop, segmentationOffload: offload, onEvent: onEvent)
 
-        // Vector reads (recvmmsg): 64 slots of 2 KB, or 16 slots of 64 KB when the kernel may
-        // hand over receive-offload batches.
+        // Vector reads (recvmmsg): 64 slots of 2 KB (or of the largest datagram accepted), or 16
+        // slots of 64 KB when the kernel may hand over receive-offload batches.
         let slots = receiveOffload ? 16 : 64
-        let slotSize = receiveOffload ? 65_536 : 2_048
+        let slotSize = receiveOffload ? 65_536 : max(2_048, configuration.maxDatagramSize)
         var bootstrap = DatagramBootstrap(group: eventLoop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.datagramVectorReadMessageCount, value: slots)

@@ -98,7 +98,11 @@ extension LinkMachine {
                     }
                 case .unreliable(let message):
                     isAckEliciting = true
-                    self.deliverUnreliable(message)
+                    if message.readableBytes <= self.parameters.maxUnreliableReceiveSize {
+                        self.deliverUnreliable(message)
+                    } else {
+                        self.oversizedUnreliableDropped += 1
+                    }
                 case .unreliableFragment(let fragment):
                     isAckEliciting = true
                     if let message = self.reassembler.receive(fragment, now: now) {
@@ -167,10 +171,10 @@ extension LinkMachine {
                 case .lost:
                     // Declared lost too early; its data may still be queued for sending again.
                     packet.state = .acknowledged
-                    if let timeout = self.lastTimeout, packet.timeSent < timeout { acknowledgedOriginal = true }
+                    acknowledgedOriginal = acknowledgedOriginal || self.isOriginalOfTimeoutEpisode(packet)
                 case .outstanding:
                     packet.state = .acknowledged
-                    if let timeout = self.lastTimeout, packet.timeSent < timeout { acknowledgedOriginal = true }
+                    acknowledgedOriginal = acknowledgedOriginal || self.isOriginalOfTimeoutEpisode(packet)
                     if packet.isAckEliciting {
                         newlyAcknowledged = true
                         self.congestion.onPacketAcknowledged(bytes: packet.size, timeSent: packet.timeSent, now: now, smoothedRTT: smoothedRTT)
@@ -187,6 +191,7 @@ extension LinkMachine {
             // Eifel detection (RFC 3522): the first acknowledgement after a timeout covers a
             // packet sent before it, so the timeout was spurious.
             self.congestion.onAcknowledgementAfterTimeout(originalTransmissionAcknowledged: acknowledgedOriginal)
+            self.timeoutEpisodeStart = nil
         }
         self.detectLosses(now: now)
         self.congestion.onAcknowledgementsProcessed()
@@ -203,6 +208,14 @@ extension LinkMachine {
     }
 
     var hasOutstandingAckElicitingPackets: Bool { self.congestion.bytesInFlight > 0 }
+
+    /// Whether acknowledging `packet` proves the current timeout episode spurious: it carried data
+    /// and left before the first timeout. (Acknowledgement-only packets say nothing about the data
+    /// path, and acknowledgements of them may arrive late, piggybacked on anything.)
+    private func isOriginalOfTimeoutEpisode(_ packet: SentPacket) -> Bool {
+        guard let start = self.timeoutEpisodeStart else { return false }
+        return packet.isAckEliciting && packet.timeSent < start
+    }
 
     /// Declares lost every outstanding packet three packets or 9/8 RTT older than the largest
     /// acknowledged one (RFC 9002 §6.1: fast retransmit by packet and by time threshold), and arms

@@ -104,8 +104,10 @@ extension LinkMachine {
         guard self.hasOutstandingAckElicitingPackets else { return }
         self.statistics.retransmissionTimeouts += 1
         self.retransmissionBackoff += 1
+        if !self.congestion.isRecoveringFromTimeout {
+            self.timeoutEpisodeStart = now
+        }
         self.congestion.onRetransmissionTimeout(now: now)
-        self.lastTimeout = now
         if let index = self.sentLog.indexOfOldestOutstandingReliablePacket {
             self.declareLost(at: index, now: now, byTimer: true)
         } else {

@@ -72,8 +72,9 @@ struct LinkMachine {
     var retransmissionBackoff = 0
     var lossDeadline: NIODeadline?
     var pacingDeadline: NIODeadline?
-    /// When the retransmission timer last expired.
-    var lastTimeout: NIODeadline?
+    /// When the first retransmission timeout of the current episode (timeouts with no new data
+    /// acknowledged in between) expired: only packets sent before it are originals for the undo.
+    var timeoutEpisodeStart: NIODeadline?
     /// A probe (after a tail-loss-probe or retransmission timeout) may go out regardless of the
     /// congestion window.
     var probePending = false
@@ -87,6 +88,8 @@ struct LinkMachine {
     var responseSentAt: NIODeadline?
 
     var statistics = LinkStatistics()
+    /// Whole unreliable messages larger than this side accepts (a peer breaking the limit).
+    var oversizedUnreliableDropped = 0
     var events: [LinkEvent] = []
 
     init(
@@ -113,7 +116,7 @@ struct LinkMachine {
         case .responder:
             self.sendKey = keys.responderToInitiator
             self.receiveKey = keys.initiatorToResponder
-            self.state = .awaitingConfirmation(deadline: now + parameters.disconnectTimeout)
+            self.state = .awaitingConfirmation(deadline: now + parameters.handshakeTimeout)
             self.responseSentAt = now
         }
         self.congestion = CubicCongestionController(maxDatagramSize: parameters.maxDatagramSize)
@@ -236,7 +239,7 @@ struct LinkMachine {
         snapshot.congestionWindow = self.congestion.congestionWindow
         snapshot.bytesInFlight = self.congestion.bytesInFlight
         snapshot.bytesQueued = self.bytesQueued
-        snapshot.unreliableMessagesDropped = UInt64(self.reassembler.droppedMessages)
+        snapshot.unreliableMessagesDropped = UInt64(self.reassembler.droppedMessages + self.oversizedUnreliableDropped)
         return snapshot
     }
 

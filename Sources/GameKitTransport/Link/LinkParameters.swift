@@ -18,6 +18,7 @@ struct LinkParameters: Sendable {
     var maxAckDelay: TimeAmount
     var peerMaxAckDelay: TimeAmount
     var disconnectTimeout: TimeAmount
+    var handshakeTimeout: TimeAmount
     var keepaliveInterval: TimeAmount
     var initialRTT: TimeAmount
     var retransmissionTimeoutBounds: ClosedRange<TimeAmount>
@@ -38,6 +39,7 @@ struct LinkParameters: Sendable {
         self.maxAckDelay = .microseconds(Int64(local.maxAckDelayMicroseconds))
         self.peerMaxAckDelay = .microseconds(Int64(peer.maxAckDelayMicroseconds))
         self.disconnectTimeout = configuration.disconnectTimeout
+        self.handshakeTimeout = configuration.handshakeTimeout
         self.keepaliveInterval = configuration.effectiveKeepaliveInterval
         self.initialRTT = configuration.initialRTT
         self.retransmissionTimeoutBounds = configuration.minimumRetransmissionTimeout...max(configuration.minimumRetransmissionTimeout, .seconds(10))

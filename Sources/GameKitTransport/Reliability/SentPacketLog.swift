@@ -20,7 +20,6 @@ struct SentPacket: Sendable {
     var streamStart: UInt64 = 0
     var streamLength: Int = 0
     var carriesWindowUpdate = false
-    var carriesClose = false
     var state: State = .outstanding
 
     var streamRange: Range<UInt64>? {
@@ -76,13 +75,5 @@ struct SentPacketLog: Sendable {
     /// The reliable data of the newest outstanding packet that carries some.
     var newestOutstandingStreamRange: Range<UInt64>? {
         self.packets.last { $0.state == .outstanding && $0.streamLength > 0 }?.streamRange
-    }
-
-    /// The earliest send time among outstanding ack-eliciting packets.
-    var oldestOutstandingTime: NIODeadline? {
-        for packet in self.packets where packet.state == .outstanding && packet.isAckEliciting {
-            return packet.timeSent
-        }
-        return nil
     }
 }

@@ -107,6 +107,12 @@ enum RejectReason: UInt8, Sendable {
     case denied = 2
     /// The responder does not speak the initiation's version.
     case unsupportedVersion = 3
+
+    /// Reasons a later version may add are read as a denial, so that the initiator fails at once
+    /// instead of waiting for its timeout.
+    init(wireValue: UInt8) {
+        self = RejectReason(rawValue: wireValue) ?? .denied
+    }
 }
 
 /// Responder → initiator: refuses. Never larger than the initiation it answers.
@@ -138,14 +144,13 @@ struct RejectMessage: Equatable {
             buffer.readInteger(as: UInt8.self) == PacketType.reject.rawValue,
             let version = buffer.readInteger(as: UInt8.self),
             let reasonByte = buffer.readInteger(as: UInt8.self),
-            let reason = RejectReason(rawValue: reasonByte),
             buffer.readInteger(as: UInt8.self) != nil,
             let receiver = buffer.readInteger(as: UInt32.self),
             let code = buffer.readInteger(as: UInt16.self),
             buffer.readInteger(as: UInt16.self) != nil,
             let echo = buffer.readSlice(length: WireSize.echo)
         else { return nil }
-        return RejectMessage(version: version, reason: reason, receiverIndex: receiver, code: code, echo: echo)
+        return RejectMessage(version: version, reason: RejectReason(wireValue: reasonByte), receiverIndex: receiver, code: code, echo: echo)
     }
 }
 

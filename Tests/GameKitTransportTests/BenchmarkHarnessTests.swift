@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+
+/// gk-bench's transport harness on a twentieth of the work: every implementation runs, delivers
+/// everything, and the JSON carries the named fields. Figures are not looked at (timings are
+/// never asserted in tests).
+@Suite("Benchmark harness", .serialized)
+struct BenchmarkHarnessTests {
+    @Test func transportBenchmarkProducesCompleteJSONForEveryImplementation() throws {
+        let result = try SandboxScript.run(
+            "gk-bench transport --quick --json --only reliable-1000,pingpong-unreliable-64 2>/dev/null",
+            timeout: 300
+        )
+        let lines = result.objects
+        let measured = lines.filter { $0["impl"] != nil }
+        #expect(Set(measured.compactMap { $0["impl"] as? String }) == ["opengamekit", "enet", "tcp", "udp"])
+        for line in measured {
+            for key in ["work", "impl", "msgs_per_s", "mb_per_s", "p50_us", "p99_us", "delivered", "expected"] {
+                #expect(line.keys.contains(key), "\(line["impl"] ?? "?") lacks \(key)")
+            }
+            #expect(line["delivered"] as? Int == line["expected"] as? Int, "\(line)")
+        }
+        let ratios = lines.filter { $0["impl"] == nil }
+        #expect(ratios.count == 2)
+        #expect(ratios.allSatisfy { $0["ratio_vs_enet"] is Double })
+    }
+}

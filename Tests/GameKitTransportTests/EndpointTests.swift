@@ -1,0 +1,167 @@
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import GameKitTransport
+
+/// The NIO endpoint over real loopback sockets (inside the test run's network namespace).
+@Suite("Endpoint over real sockets")
+struct EndpointTests {
+    @Test func openLinkSendReceiveAndCloseOverLoopback() async throws {
+        let serverEvents = EventRecorder()
+        let server = try await TransportEndpoint.loopback(serverEvents)
+        let client = try await TransportEndpoint.loopback(EventRecorder())
+        let link = try await client.openLink(to: server.localAddress, payload: ByteBuffer(string: "hello"))
+        for sequence in 0..<500 {
+            try await client.write(.numbered(sequence, size: 300), on: link.id)
+        }
+        try await client.write(ByteBuffer(string: "fast"), on: link.id, mode: .unreliable)
+        #expect(await serverEvents.wait { _ in serverEvents.messages().count == 501 })
+        let reliable = serverEvents.all.compactMap { event -> ByteBuffer? in
+            if case .received(let message, _, .reliable) = event { return message } else { return nil }
+        }
+        #expect(reliable.map(\.sequenceNumber) == Array(0..<500))
+        let stats = try #require(client.statistics(for: link.id))
+        #expect(stats.reliableMessagesSent == 500 && stats.unreliableMessagesSent == 1)
+        #expect(stats.smoothedRTT != nil)
+        try client.close(link.id, code: 3)
+        #expect(await serverEvents.wait { _ in serverEvents.closeReasons == [.closedByPeer(code: 3)] })
+        #expect(throws: TransportError.linkNotOpen) { try client.send(ByteBuffer(), on: link.id) }
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func ipv6LoopbackWorksToo() async throws {
+        let serverEvents = EventRecorder()
+        let server = try await TransportEndpoint.loopback(serverEvents, host: "::1")
+        let client = try await TransportEndpoint.loopback(EventRecorder(), host: "::1")
+        let link = try await client.openLink(to: server.localAddress)
+        try await client.write(ByteBuffer(string: "over six"), on: link.id)
+        #expect(await serverEvents.wait { _ in serverEvents.messages() == [ByteBuffer(string: "over six")] })
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func immediateSendFailsWithBufferFullAndTheAsyncWriteWaitsForRoom() async throws {
+        var configuration = TransportConfiguration()
+        configuration.sendBufferCapacity = 16 * 1024
+        let serverEvents = EventRecorder()
+        let server = try await TransportEndpoint.loopback(serverEvents, configuration: configuration)
+        let clientEvents = EventRecorder()
+        let client = try await TransportEndpoint.loopback(clientEvents, configuration: configuration)
+        let link = try await client.openLink(to: server.localAddress)
+        var accepted = 0
+        var refusal: TransportError?
+        while refusal == nil, accepted < 10_000 {
+            do {
+                try client.send(.numbered(accepted, size: 4000), on: link.id)
+                accepted += 1
+            } catch {
+                refusal = error
+            }
+        }
+        #expect(refusal == .bufferFull)
+        #expect(accepted < 10_000)
+        #expect(await clientEvents.wait { events in events.contains { if case .sendBufferAvailable = $0 { true } else { false } } })
+        // The async write never fails for lack of room: it waits.
+        for sequence in accepted..<(accepted + 200) {
+            try await client.write(.numbered(sequence, size: 4000), on: link.id)
+        }
+        #expect(await serverEvents.wait { _ in serverEvents.messages().count == accepted + 200 })
+        #expect(serverEvents.messages().map(\.sequenceNumber) == Array(0..<(accepted + 200)))
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func oversizedMessagesFailWithDataTooBig() async throws {
+        let server = try await TransportEndpoint.loopback(EventRecorder())
+        let client = try await TransportEndpoint.loopback(EventRecorder())
+        let link = try await client.openLink(to: server.localAddress)
+        await #expect(throws: TransportError.dataTooBig(size: (1 << 20) + 1, limit: 1 << 20)) {
+            try await client.write(ByteBuffer(repeating: 0, count: (1 << 20) + 1), on: link.id)
+        }
+        #expect(throws: TransportError.dataTooBig(size: (96 << 10) + 1, limit: 96 << 10)) {
+            try client.send(ByteBuffer(repeating: 0, count: (96 << 10) + 1), on: link.id, mode: .unreliable)
+        }
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func deniedWrongPasswordAndUnreachableHandshakesFailWithTheirErrors() async throws {
+        let denying = try await TransportEndpoint.loopback(EventRecorder(answer: .deny(77)))
+        let guardedEvents = EventRecorder()
+        let guarded = try await TransportEndpoint.loopback(guardedEvents, configuration: TransportConfiguration(password: "sesame"))
+        let plain = try await TransportEndpoint.loopback(EventRecorder())
+        let client = try await TransportEndpoint.loopback(EventRecorder(), configuration: TransportConfiguration(password: "open"))
+        await #expect(throws: TransportError.denied(code: 77)) {
+            _ = try await plain.openLink(to: denying.localAddress)
+        }
+        await #expect(throws: TransportError.authenticationFailed) {
+            _ = try await client.openLink(to: guarded.localAddress)
+        }
+        #expect(await guardedEvents.wait { events in
+            events.contains { if case .handshakeFailed(_, .authenticationFailed) = $0 { true } else { false } }
+        })
+        // Nobody listens on this port in the namespace.
+        let nowhere = try SocketAddress(ipAddress: "127.0.0.1", port: 9)
+        await #expect(throws: TransportError.timedOut) {
+            _ = try await client.openLink(to: nowhere, timeout: .milliseconds(600))
+        }
+        await client.shutdown()
+        await plain.shutdown()
+        await guarded.shutdown()
+        await denying.shutdown()
+    }
+
+    @Test func cancellingTheOpeningTaskWithdrawsTheRequest() async throws {
+        let serverEvents = EventRecorder(answer: nil)
+        let server = try await TransportEndpoint.loopback(serverEvents)
+        let client = try await TransportEndpoint.loopback(EventRecorder())
+        let opening = Task { try await client.openLink(to: server.localAddress) }
+        #expect(await serverEvents.wait { events in events.contains { if case .connectionRequest = $0 { true } else { false } } })
+        opening.cancel()
+        await #expect(throws: TransportError.cancelled) { _ = try await opening.value }
+        #expect(await serverEvents.wait { events in
+            events.contains { if case .connectionRequestWithdrawn(_, .cancelled) = $0 { true } else { false } }
+        })
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func shutdownTellsPeersAndLaterCallsFail() async throws {
+        let server = try await TransportEndpoint.loopback(EventRecorder())
+        let clientEvents = EventRecorder()
+        let client = try await TransportEndpoint.loopback(clientEvents)
+        let link = try await client.openLink(to: server.localAddress)
+        await server.shutdown()
+        #expect(await clientEvents.wait { _ in clientEvents.closeReasons == [.closedByPeer(code: endpointClosingCode)] })
+        #expect(throws: TransportError.endpointClosed) { try server.send(ByteBuffer(), on: link.id) }
+        await #expect(throws: TransportError.endpointClosed) { _ = try await server.openLink(to: client.localAddress) }
+        await client.shutdown()
+        await client.shutdown()  // twice is harmless
+    }
+
+    @Test func invalidConfigurationIsRefusedAtBind() async throws {
+        var configuration = TransportConfiguration()
+        configuration.sendBufferCapacity = 0
+        await #expect(throws: TransportError.invalidConfiguration("sendBufferCapacity must be positive")) {
+            _ = try await TransportEndpoint.loopback(EventRecorder(), configuration: configuration)
+        }
+    }
+
+    @Test func datagramsLargerThanTwoKilobytesArriveWholeWithoutReceiveOffload() async throws {
+        var configuration = TransportConfiguration()
+        configuration.maxDatagramSize = 9000
+        configuration.segmentationOffload = false
+        let serverEvents = EventRecorder()
+        let server = try await TransportEndpoint.loopback(serverEvents, configuration: configuration)
+        let client = try await TransportEndpoint.loopback(EventRecorder(), configuration: configuration)
+        let link = try await client.openLink(to: server.localAddress)
+        for sequence in 0..<20 { try await client.write(.numbered(sequence, size: 50_000), on: link.id) }
+        #expect(await serverEvents.wait { _ in serverEvents.messages().count == 20 })
+        #expect(serverEvents.messages().map(\.sequenceNumber) == Array(0..<20))
+        #expect(server.statistics.droppedUnauthenticated == 0)
+        await client.shutdown()
+        await server.shutdown()
+    }
+}

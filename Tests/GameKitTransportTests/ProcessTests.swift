@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+
+/// Two (or more) real processes over real sockets in a namespace of their own: the transport as
+/// deployed, with the kernel dropping packets, a relay corrupting and replaying them, strangers
+/// sending garbage and floods of handshakes from spoofed sources.
+@Suite("Processes over real sockets", .serialized)
+struct ProcessTests {
+    static func summary(_ objects: [[String: Any]]) -> [String: Any]? {
+        objects.last { $0["event"] as? String == "summary" }
+    }
+
+    @Test func tenThousandReliableMessagesArriveInOrderThroughFivePercentKernelDrop() throws {
+        let result = try SandboxScript.run(
+            """
+            gk-link listen --port 7100 --expect 10000 --duration 90 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
+            gk-link connect 127.0.0.1:7100 --count 10000 --size 200 | sed -u 's/^/C /'
+            wait
+            cat /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
+            iptables -L INPUT -v -n -x | awk '/DROP/ {print "D", $1}'
+            """,
+            loss: 0.05
+        )
+        let listener = try #require(Self.summary(result.objects(tagged: "L")))
+        #expect(listener["reliable_received"] as? Int == 10_000)
+        #expect(listener["reliable_in_order"] as? Bool == true)
+        let sender = try #require(Self.summary(result.objects(tagged: "C")))
+        #expect(sender["closed"] as? Bool == true)
+        // The kernel did drop datagrams, and the sender saw losses and recovered from them.
+        let dropped = result.lines.first { $0.hasPrefix("D ") }.flatMap { Int($0.dropFirst(2)) } ?? 0
+        #expect(dropped > 0)
+        let link = try #require(sender["link"] as? [String: Any])
+        #expect((link["packets_lost"] as? Int ?? 0) > 0)
+    }
+
+    @Test func corruptedReplayedAndStrangerDatagramsAreRejectedAndCounted() throws {
+        let stranger = "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.9', 0)); s.sendto(bytes([6,0,0,0, 1,2,3,4]) + bytes(40), ('127.0.0.1', 7200))\""
+        let result = try SandboxScript.run(
+            """
+            gk-link listen --port 7200 --expect 3000 --duration 90 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
+            gk-impair --listen 127.0.0.1:7201 --target 127.0.0.1:7200 --corrupt 0.02 --duplicate 0.02 --seed 7 --duration 80 > /tmp/ogk-relay.$$ &
+            for i in $(seq 200); do grep -q 'listening' /tmp/ogk-relay.$$ && break; sleep 0.05; done
+            \(stranger)
+            gk-link connect 127.0.0.1:7201 --count 3000 --size 300 | sed -u 's/^/C /'
+            wait %1
+            kill -INT %2; wait
+            cat /tmp/ogk-listen.$$; sed 's/^{/R {/' /tmp/ogk-relay.$$; rm -f /tmp/ogk-*.$$
+            """
+        )
+        let listener = try #require(Self.summary(result.objects(tagged: "L")))
+        #expect(listener["reliable_received"] as? Int == 3000)
+        #expect(listener["reliable_in_order"] as? Bool == true)
+        let endpoint = try #require(listener["endpoint"] as? [String: Any])
+        let relay = try #require(result.objects(tagged: "R").last)
+        let forward = try #require(relay["forward"] as? [String: Any])
+        #expect((forward["corrupted"] as? Int ?? 0) > 0)
+        #expect((forward["duplicated"] as? Int ?? 0) > 0)
+        // Corrupted datagrams fail authentication (or, if the flip hit the packet number, look
+        // like replays or strays); duplicates are replays; the stranger's index is unknown.
+        let unauthenticated = endpoint["dropped_unauthenticated"] as? Int ?? 0
+        let replayed = endpoint["dropped_replayed"] as? Int ?? 0
+        #expect(unauthenticated > 0)
+        #expect(replayed >= (forward["duplicated"] as? Int ?? 0) / 2)
+        #expect((endpoint["dropped_unknown_link"] as? Int ?? 0) >= 1)
+    }
+
+    @Test func wrongPasswordFailsOnBothSidesWithItsOwnError() throws {
+        let result = try SandboxScript.run(
+            """
+            gk-link listen --port 7300 --password alpha --json --duration 5 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
+            gk-link connect 127.0.0.1:7300 --password beta --timeout 30 | sed -u 's/^/C /'
+            echo "S ${PIPESTATUS[0]}"
+            wait
+            cat /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
+            """
+        )
+        let client = try #require(Self.summary(result.objects(tagged: "C")))
+        #expect(client["opened"] as? Bool == false)
+        #expect(client["error"] as? String == "authenticationFailed")
+        #expect(result.lines.contains("S 1"))
+        let listenerEvents = result.objects(tagged: "L")
+        #expect(listenerEvents.contains { $0["event"] as? String == "handshakeFailed" && $0["error"] as? String == "authenticationFailed" })
+        #expect(!listenerEvents.contains { $0["event"] as? String == "linkOpened" })
+    }
+
+    @Test(arguments: [0, 16])
+    func handshakeFloodFromSpoofedSourcesLeavesNoPerSourceState(cookieThreshold: Int) throws {
+        let result = try SandboxScript.run(
+            """
+            gk-link listen --port 7400 --cookie-threshold \(cookieThreshold) --expect 5 --duration 60 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
+            gk-link flood 127.0.0.1:7400 --count 2000 | sed -u 's/^/F /'
+            # A genuine client still gets through after the flood.
+            gk-link connect 127.0.0.1:7400 --count 5 --size 100 | sed -u 's/^/C /'
+            wait
+            cat /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
+            """
+        )
+        #expect(Self.summary(result.objects(tagged: "F"))?["sent"] as? Int == 2000)
+        let listener = try #require(Self.summary(result.objects(tagged: "L")))
+        let endpoint = try #require(listener["endpoint"] as? [String: Any])
+        let requests = endpoint["connection_requests"] as? Int ?? -1
+        let cookies = endpoint["cookie_replies_sent"] as? Int ?? -1
+        // Every initiation beyond the threshold got a cookie and left nothing behind.
+        #expect(requests <= cookieThreshold + 1)
+        #expect(cookies >= 2000 - cookieThreshold)
+        #expect(listener["reliable_received"] as? Int == 5)
+        let client = try #require(Self.summary(result.objects(tagged: "C")))
+        #expect(client["opened"] as? Bool == true)
+    }
+
+    @Test func killedPeerIsDeclaredGoneByTheDisconnectTimeout() throws {
+        let result = try SandboxScript.run(
+            """
+            gk-link listen --port 7500 --disconnect-timeout 2 --json --duration 20 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
+            gk-link connect 127.0.0.1:7500 --count 10 --linger 60 --disconnect-timeout 2 > /dev/null &
+            CLIENT=$!
+            for i in $(seq 200); do grep -q linkOpened /tmp/ogk-listen.$$ && break; sleep 0.05; done
+            kill -9 $CLIENT
+            for i in $(seq 200); do grep -q linkClosed /tmp/ogk-listen.$$ && break; sleep 0.05; done
+            cat /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
+            kill %1 2>/dev/null; true
+            """
+        )
+        let events = result.objects(tagged: "L")
+        #expect(events.contains { $0["event"] as? String == "linkOpened" })
+        #expect(events.contains { $0["event"] as? String == "linkClosed" && $0["reason"] as? String == "timedOut" })
+    }
+}
