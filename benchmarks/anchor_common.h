@@ -36,7 +36,7 @@ struct opts {
     size_t window;        /* enet stream only */
     double timeout;       /* seconds, > 0 */
     int nodelay;          /* kernel tcp-stream only: -1 = program default */
-    int spin;             /* --wait: 1 = spin (busy-poll), 0 = block, -1 = program default */
+    int spin;             /* --wait: 1 = spin (busy-poll), 0 = block, 2 = epoll, -1 = program default */
 };
 
 static const char *g_prog = "anchor";
@@ -351,8 +351,10 @@ static inline void parse_opts(int argc, char **argv, const char *allowed, usage_
                 o->spin = 1;
             else if (strcmp(val, "block") == 0)
                 o->spin = 0;
+            else if (strcmp(val, "epoll") == 0)
+                o->spin = 2;
             else
-                usage("--wait must be spin or block");
+                usage("--wait must be spin, block or epoll");
         } else if (strcmp(name, "nodelay") == 0) {
             if (strcmp(val, "on") == 0)
                 o->nodelay = 1;

@@ -2,9 +2,9 @@
  * kernel_anchor: plain-socket anchor for gk-bench (the kernel's own TCP and UDP on loopback,
  * i.e. the upper bound for any user-space transport).
  *
- *   kernel_anchor server --port P --work W --count N --size S [--wait spin|block] [--timeout T]
+ *   kernel_anchor server --port P --work W --count N --size S [--wait spin|block|epoll] [--timeout T]
  *   kernel_anchor client --host H --port P --work W --count N --size S [--nodelay on|off]
- *                        [--wait spin|block] [--timeout T]
+ *                        [--wait spin|block|epoll] [--timeout T]
  *
  * Work items: tcp-stream, tcp-pingpong, udp-pingpong. See README.md.
  * Must run inside scripts/sandbox (OGK_SANDBOX=1), otherwise exits 3.
@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -51,14 +52,15 @@ static void usage(const char *msg)
         fprintf(stderr, "%s: %s\n", g_prog, msg);
     fprintf(stderr,
             "usage: kernel_anchor server --port P --work W --count N --size S\n"
-            "                            [--wait spin|block] [--timeout SECONDS]\n"
+            "                            [--wait spin|block|epoll] [--timeout SECONDS]\n"
             "       kernel_anchor client --host 127.0.0.1 --port P --work W --count N --size S\n"
-            "                            [--nodelay on|off] [--wait spin|block] [--timeout SECONDS]\n"
+            "                            [--nodelay on|off] [--wait spin|block|epoll] [--timeout SECONDS]\n"
             "  W: tcp-stream | tcp-pingpong | udp-pingpong\n"
             "  N >= 1 messages (stream) or round trips (ping-pong); S >= 8 bytes per message\n"
             "     (udp-pingpong: S <= 65507)\n"
             "  --nodelay: tcp-stream only, TCP_NODELAY on the client (default on)\n"
-            "  --wait: spin = non-blocking calls in a loop (default); block = sleep in the kernel\n"
+            "  --wait: spin = non-blocking calls in a loop (default); block = sleep in the kernel;\n"
+            "          epoll = sleep in epoll_wait (udp-pingpong), as an event loop does\n"
             "  --timeout: give up after this many seconds and report what arrived (default 120)\n"
             "  Runs only inside scripts/sandbox (OGK_SANDBOX=1).\n");
     exit(EXIT_USAGE);
@@ -107,6 +109,28 @@ static void close_fd(int fd)
 
 /* --wait spin: non-blocking calls retried in a loop instead of sleeping in the kernel. */
 static int g_spin;
+/* --wait epoll (udp-pingpong only): non-blocking calls, sleeping in epoll_wait until the socket is
+   readable, as an event-driven program (an event loop serving many sockets and timers) must. */
+static int g_epoll = -1;
+
+static void epoll_register(int fd)
+{
+    g_epoll = epoll_create1(EPOLL_CLOEXEC);
+    if (g_epoll < 0)
+        die_errno("epoll_create1");
+    struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+    if (epoll_ctl(g_epoll, EPOLL_CTL_ADD, fd, &ev) < 0)
+        die_errno("epoll_ctl");
+}
+
+static void epoll_wait_readable(uint64_t deadline)
+{
+    if (g_epoll < 0)
+        return;
+    struct epoll_event ev;
+    if (epoll_wait(g_epoll, &ev, 1, ms_until(deadline, 50)) < 0 && errno != EINTR)
+        die_errno("epoll_wait");
+}
 
 /* Bytes handed to the kernel by the stream client (for the no-report fallback). */
 static uint64_t g_bytes_written;
@@ -485,6 +509,7 @@ static void server_udp_pingpong(const struct opts *o, int fd, uint64_t deadline,
         }
         struct sockaddr_in from;
         socklen_t fl = sizeof from;
+        epoll_wait_readable(deadline);
         ssize_t n = recvfrom(fd, buf, sizeof buf, g_spin ? MSG_DONTWAIT : 0,
                              (struct sockaddr *)&from, &fl);
         if (n < 0) {
@@ -539,6 +564,7 @@ static void client_udp_pingpong(const struct opts *o, int fd, uint64_t deadline,
             die_errno("send");
         }
         for (;;) {
+            epoll_wait_readable(deadline);
             ssize_t n = recv(fd, in, sizeof in, g_spin ? MSG_DONTWAIT : 0);
             uint64_t t = now_ns();
             if (n >= 0 && (size_t)n == o->size && get_be64(in) == i) {
@@ -598,6 +624,8 @@ static void run_server(const struct opts *o, enum work w)
         if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
             die("bind 127.0.0.1:%d: %s", o->port, strerror(errno));
         set_io_timeouts(fd, UDP_POLL_MS);
+        if (o->spin == 2)
+            epoll_register(fd);
         print_ready();
         server_udp_pingpong(o, fd, deadline, &ord);
         close_fd(fd);
@@ -641,6 +669,8 @@ static void run_client(const struct opts *o, enum work w)
         if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
             die("connect %s:%d: %s", o->host, o->port, strerror(errno));
         set_io_timeouts(fd, UDP_POLL_MS);
+        if (o->spin == 2)
+            epoll_register(fd);
         client_udp_pingpong(o, fd, deadline, &res, rtt);
         close_fd(fd);
     } else {
@@ -684,7 +714,9 @@ int main(int argc, char **argv)
     if ((size_t)o.count > SIZE_MAX / sizeof(double))
         usage("--count too large");
 
-    g_spin = o.spin >= 0 ? o.spin : WAIT_SPIN_DEFAULT;
+    g_spin = o.spin >= 0 ? o.spin != 0 : WAIT_SPIN_DEFAULT;
+    if (o.spin == 2 && strcmp(o.work, "udp-pingpong") != 0)
+        usage("--wait epoll is for udp-pingpong");
 
     require_sandbox();
     if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)

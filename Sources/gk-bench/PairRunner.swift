@@ -19,6 +19,7 @@ struct PairRunner: ParsableCommand {
         try NetworkSandbox.requireIsolation()
         let (program, prefix) = try self.programFor(self.impl)
         let common = ["--port", "\(self.port)", "--work", self.anchorWork, "--count", "\(self.count)", "--size", "\(self.size)", "--timeout", "\(Int(self.timeout))"]
+            + self.waitMode
         let server = ChildProcess(program, prefix + ["server"] + common, name: "server")
         try server.start()
         guard server.waitForLine("ready", timeout: 10) else {
@@ -43,8 +44,20 @@ struct PairRunner: ParsableCommand {
         switch (self.impl, self.work) {
         case ("tcp", "stream"): "tcp-stream"
         case ("tcp", _): "tcp-pingpong"
-        case ("udp", _): "udp-pingpong"
+        case ("udp", _), ("udp-epoll", _): "udp-pingpong"
         default: self.work
+        }
+    }
+
+    /// How each anchor waits for its socket. ENet busy-polls (its best shot). The kernel anchors
+    /// block in the kernel as a plain program does; `udp-epoll` sleeps in epoll_wait, as any
+    /// event-driven program (this transport's NIO event loop included) must.
+    private var waitMode: [String] {
+        switch self.impl {
+        case "enet": ["--wait", "spin"]
+        case "tcp", "udp": ["--wait", "block"]
+        case "udp-epoll": ["--wait", "epoll"]
+        default: []
         }
     }
 
@@ -52,7 +65,7 @@ struct PairRunner: ParsableCommand {
         switch impl {
         case "opengamekit":
             return (ProjectLayout.executable, ["transport-peer"])
-        case "enet", "tcp", "udp":
+        case "enet", "tcp", "udp", "udp-epoll":
             guard let root = ProjectLayout.root else { throw ValidationError("cannot find the project root (scripts/sandbox)") }
             let name = impl == "enet" ? "enet_anchor" : "kernel_anchor"
             let path = root.appendingPathComponent("benchmarks/bin/\(name)").path

@@ -4,7 +4,8 @@ import NetworkImpairment
 
 /// `gk-bench transport`: the transport against ENet, the kernel's TCP and the kernel's UDP, each
 /// pair in a fresh network namespace of its own (so that the loss item's kernel drop applies to
-/// that pair only), the same work for every implementation.
+/// that pair only), the same work for every implementation. ENet busy-polls; the kernel anchors
+/// block like plain programs, and `udp-epoll` waits in epoll_wait like an event loop.
 struct TransportBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "transport", abstract: "Transport throughput and latency against ENet, TCP and UDP.")
 
@@ -22,8 +23,8 @@ struct TransportBenchmark: ParsableCommand {
     static let workItems = [
         WorkItem(name: "reliable-1000", work: "stream", count: 200_000, size: 1000, loss: 0, implementations: ["opengamekit", "enet", "tcp"]),
         WorkItem(name: "reliable-64k", work: "stream", count: 2_000, size: 65_536, loss: 0, implementations: ["opengamekit", "enet", "tcp"]),
-        WorkItem(name: "pingpong-reliable-1000", work: "pingpong-reliable", count: 10_000, size: 1000, loss: 0, implementations: ["opengamekit", "enet", "tcp", "udp"]),
-        WorkItem(name: "pingpong-unreliable-64", work: "pingpong-unreliable", count: 10_000, size: 64, loss: 0, implementations: ["opengamekit", "enet", "udp"]),
+        WorkItem(name: "pingpong-reliable-1000", work: "pingpong-reliable", count: 10_000, size: 1000, loss: 0, implementations: ["opengamekit", "enet", "tcp", "udp", "udp-epoll"]),
+        WorkItem(name: "pingpong-unreliable-64", work: "pingpong-unreliable", count: 10_000, size: 64, loss: 0, implementations: ["opengamekit", "enet", "udp", "udp-epoll"]),
         WorkItem(name: "reliable-1000-loss5", work: "stream", count: 200_000, size: 1000, loss: 0.05, implementations: ["opengamekit", "enet", "tcp"]),
     ]
 
@@ -106,6 +107,8 @@ struct TransportBenchmark: ParsableCommand {
             line["ratio_vs_tcp"] = ratio(value("opengamekit", "p50_us"), value("tcp", "p50_us"))
             line["p50_ratio_vs_udp"] = ratio(value("opengamekit", "p50_us"), value("udp", "p50_us"))
             line["p99_ratio_vs_udp"] = ratio(value("opengamekit", "p99_us"), value("udp", "p99_us"))
+            line["p50_ratio_vs_udp_epoll"] = ratio(value("opengamekit", "p50_us"), value("udp-epoll", "p50_us"))
+            line["p99_ratio_vs_udp_epoll"] = ratio(value("opengamekit", "p99_us"), value("udp-epoll", "p99_us"))
         } else {
             line["ratio_vs_enet"] = ratio(value("opengamekit", "msgs_per_s"), value("enet", "msgs_per_s"))
             line["ratio_vs_tcp"] = ratio(value("opengamekit", "msgs_per_s"), value("tcp", "msgs_per_s"))
@@ -136,7 +139,7 @@ struct ReportTable {
     }
 
     mutating func addRatios(_ line: [String: Any]) {
-        let text = ["ratio_vs_enet", "ratio_vs_tcp", "p50_ratio_vs_udp", "p99_ratio_vs_udp"].compactMap { key -> String? in
+        let text = ["ratio_vs_enet", "ratio_vs_tcp", "p50_ratio_vs_udp", "p99_ratio_vs_udp", "p50_ratio_vs_udp_epoll"].compactMap { key -> String? in
             guard let value = line[key] else { return nil }
             return "\(key)=\((value as? Double).map { String(format: "%.3f", $0) } ?? "n/a")"
         }.joined(separator: "  ")

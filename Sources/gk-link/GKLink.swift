@@ -46,6 +46,7 @@ struct TransportOptions: ParsableArguments {
 }
 
 extension SendMode: ExpressibleByArgument {
+    /// "reliable" or "unreliable".
     public init?(argument: String) {
         switch argument {
         case "reliable": self = .reliable

@@ -13,7 +13,7 @@ struct BenchmarkHarnessTests {
         )
         let lines = result.objects
         let measured = lines.filter { $0["impl"] != nil }
-        #expect(Set(measured.compactMap { $0["impl"] as? String }) == ["opengamekit", "enet", "tcp", "udp"])
+        #expect(Set(measured.compactMap { $0["impl"] as? String }) == ["opengamekit", "enet", "tcp", "udp", "udp-epoll"])
         for line in measured {
             for key in ["work", "impl", "msgs_per_s", "mb_per_s", "p50_us", "p99_us", "delivered", "expected"] {
                 #expect(line.keys.contains(key), "\(line["impl"] ?? "?") lacks \(key)")

@@ -12,6 +12,12 @@ struct WireTests {
         var buffer = ByteBuffer()
         #expect(buffer.writeVarInt(value) == length)
         #expect(VarInt.encodedLength(value) == length)
+        // The raw-memory encoder writes the same bytes.
+        var raw = [UInt8](repeating: 0xEE, count: 9)
+        let written = raw.withUnsafeMutableBytes { VarInt.encode(value, into: $0) }
+        #expect(written == length)
+        #expect(Array(raw.prefix(length)) == Array(buffer.readableBytesView))
+        #expect(raw[length] == 0xEE)
         #expect(buffer.readVarInt() == value)
         #expect(buffer.readableBytes == 0)
     }

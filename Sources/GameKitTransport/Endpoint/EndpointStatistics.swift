@@ -1,6 +1,8 @@
 /// Counters of one endpoint: what arrived, what was dropped and why, what the handshake did.
 public struct EndpointStatistics: Sendable, Equatable {
+    /// Datagrams received on the socket (after splitting receive-offload batches).
     public var datagramsReceived: UInt64 = 0
+    /// Datagrams handed to the socket.
     public var datagramsSent: UInt64 = 0
     /// Too short, unknown type, or a handshake message that does not parse.
     public var droppedMalformed: UInt64 = 0
@@ -18,9 +20,13 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var unsupportedVersions: UInt64 = 0
     /// Initiations refused for failing authentication.
     public var handshakeAuthenticationFailures: UInt64 = 0
+    /// Cookie replies sent to initiations while under load.
     public var cookieRepliesSent: UInt64 = 0
+    /// Authenticated initiations reported as connection requests.
     public var connectionRequestsReceived: UInt64 = 0
+    /// Links opened, on either side.
     public var linksOpened: UInt64 = 0
+    /// Links closed, for any reason.
     public var linksClosed: UInt64 = 0
 
     /// Requests awaiting the application's answer right now (the only per-source handshake state).
@@ -32,5 +38,6 @@ public struct EndpointStatistics: Sendable, Equatable {
     /// Links, including those closing.
     public var links: Int = 0
 
+    /// All zeros.
     public init() {}
 }

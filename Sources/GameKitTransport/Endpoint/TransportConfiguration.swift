@@ -68,6 +68,7 @@ public struct TransportConfiguration: Sendable {
     /// Kernel socket buffer sizes requested for the endpoint's socket.
     public var socketBufferSize: Int = 4 << 20
 
+    /// The defaults, with an optional pre-shared key (raw bytes).
     public init(preSharedKey: [UInt8]? = nil) {
         self.preSharedKey = preSharedKey
     }

@@ -26,6 +26,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     /// The configuration is unusable; the message says which value.
     case invalidConfiguration(String)
 
+    /// A short English explanation.
     public var description: String {
         switch self {
         case .bufferFull: "send buffer full"

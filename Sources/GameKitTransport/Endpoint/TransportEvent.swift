@@ -3,22 +3,29 @@ import NIOCore
 /// Identifies a link within its endpoint (the endpoint's 32-bit index for it, which the peer puts
 /// in every packet it sends on the link).
 public struct LinkID: Hashable, Sendable, CustomStringConvertible {
+    /// The index itself.
     public let rawValue: UInt32
 
+    /// Wraps an index (as found in `rawValue` of another ID).
     public init(rawValue: UInt32) {
         self.rawValue = rawValue
     }
 
+    /// "link <index>".
     public var description: String { "link \(self.rawValue)" }
 }
 
 /// An initiator's request to open a link, waiting for the application to accept or deny it.
 public struct ConnectionRequest: Sendable {
+    /// Identifies a request until it is answered or withdrawn.
     public struct ID: Hashable, Sendable, CustomStringConvertible {
+        /// A counter value, unique within the endpoint.
         public let rawValue: UInt64
+        /// "request <number>".
         public var description: String { "request \(self.rawValue)" }
     }
 
+    /// What `accept` and `deny` take.
     public let id: ID
     /// Where the initiation came from.
     public let remoteAddress: SocketAddress

@@ -346,7 +346,9 @@ final class EndpointCore: @unchecked Sendable {
 
 /// A link opened by ``TransportEndpoint/openLink(to:payload:timeout:)``.
 public struct OpenedLink: Sendable {
+    /// The new link.
     public let id: LinkID
+    /// The responder's address (where its response came from).
     public let remoteAddress: SocketAddress
     /// What the responder put in its accept.
     public let payload: ByteBuffer

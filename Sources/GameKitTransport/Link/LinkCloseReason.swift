@@ -15,6 +15,7 @@ public enum LinkCloseReason: Sendable, Equatable, CustomStringConvertible {
     /// The endpoint was shut down.
     case endpointClosed
 
+    /// A short English explanation.
     public var description: String {
         switch self {
         case .closedLocally(let code): "closed locally (code \(code))"

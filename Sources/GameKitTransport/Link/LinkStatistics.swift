@@ -17,8 +17,9 @@ public struct LinkStatistics: Sendable, Equatable {
     /// Bytes accepted by `send` and not yet acknowledged (reliable) or sent (unreliable).
     public var bytesQueued: Int
 
-    /// Datagrams sent and received on this link.
+    /// Datagrams sent on this link.
     public var packetsSent: UInt64 = 0
+    /// Authenticated datagrams received on this link.
     public var packetsReceived: UInt64 = 0
     /// Packets declared lost (by acknowledgements or by the retransmission timer).
     public var packetsLost: UInt64 = 0
@@ -32,17 +33,23 @@ public struct LinkStatistics: Sendable, Equatable {
     /// Duplicated or replayed packets dropped by the replay window.
     public var duplicatePacketsDropped: UInt64 = 0
 
+    /// Reliable messages accepted by `send`.
     public var reliableMessagesSent: UInt64 = 0
+    /// Reliable messages delivered to the application.
     public var reliableMessagesReceived: UInt64 = 0
+    /// Unreliable messages accepted by `send`.
     public var unreliableMessagesSent: UInt64 = 0
+    /// Unreliable messages delivered to the application.
     public var unreliableMessagesReceived: UInt64 = 0
     /// Unreliable messages received in part and dropped whole.
     public var unreliableMessagesDropped: UInt64 = 0
-    /// Application bytes (message payloads) each way.
+    /// Application bytes (message payloads) accepted by `send`.
     public var messageBytesSent: UInt64 = 0
+    /// Application bytes delivered.
     public var messageBytesReceived: UInt64 = 0
-    /// Bytes of datagrams each way, headers included.
+    /// Datagram bytes sent, headers included.
     public var datagramBytesSent: UInt64 = 0
+    /// Datagram bytes received, headers included.
     public var datagramBytesReceived: UInt64 = 0
 
     /// Packets declared lost over packets sent that asked for an acknowledgement.

@@ -13,11 +13,10 @@ struct DataPacketHeader: Equatable {
     var packetNumber: UInt64
 
     func encode(into buffer: inout ByteBuffer) {
-        buffer.writeInteger(PacketType.data.rawValue)
-        buffer.writeInteger(UInt8(0))
-        buffer.writeInteger(UInt16(0))
-        buffer.writeInteger(self.receiverIndex)
-        buffer.writeInteger(self.packetNumber)
+        // One write of 16 bytes: this runs for every packet.
+        let first = UInt64(PacketType.data.rawValue) << 56 | UInt64(self.receiverIndex)
+        var bytes = (first.bigEndian, self.packetNumber.bigEndian)
+        withUnsafeBytes(of: &bytes) { _ = buffer.writeBytes($0) }
     }
 
     /// Reads the header from the front of a datagram, or nil when it is not a data packet large

@@ -169,9 +169,12 @@ enum FrameWriter {
 
     /// Writes the header of a reliable frame; the caller appends the `length` data bytes.
     static func writeReliableHeader(offset: UInt64, length: Int, into buffer: inout ByteBuffer) {
-        buffer.writeInteger(Frame.TypeByte.reliable.rawValue)
-        buffer.writeVarInt(offset)
-        buffer.writeVarInt(UInt64(length))
+        let size = Self.reliableHeaderSize(offset: offset, length: length)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { bytes in
+            bytes[0] = Frame.TypeByte.reliable.rawValue
+            let afterOffset = 1 + VarInt.encode(offset, into: UnsafeMutableRawBufferPointer(rebasing: bytes[1...]))
+            return afterOffset + VarInt.encode(UInt64(length), into: UnsafeMutableRawBufferPointer(rebasing: bytes[afterOffset...]))
+        }
     }
 
     static func unreliableSize(length: Int) -> Int {

@@ -17,6 +17,17 @@ enum VarInt {
         precondition(value <= maximum, "value too large for a variable-length integer")
         return 8
     }
+
+    /// Writes `value` at the start of `bytes` (which must have room) and returns its length.
+    static func encode(_ value: UInt64, into bytes: UnsafeMutableRawBufferPointer) -> Int {
+        let length = Self.encodedLength(value)
+        let prefix: UInt64 = length == 1 ? 0 : length == 2 ? 0x4000 : length == 4 ? 0x8000_0000 : 0xC000_0000_0000_0000
+        var bigEndian = (value | prefix).bigEndian
+        withUnsafeBytes(of: &bigEndian) { word in
+            bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: word[(8 - length)...]))
+        }
+        return length
+    }
 }
 
 extension ByteBuffer {
