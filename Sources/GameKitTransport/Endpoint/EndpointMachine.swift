@@ -199,6 +199,8 @@ struct EndpointMachine {
         return snapshot
     }
 
+    var hasPendingEvents: Bool { !self.events.isEmpty }
+
     mutating func popEvent() -> TransportEvent? {
         self.events.popFirst()
     }

@@ -218,40 +218,44 @@ final class EndpointCore: @unchecked Sendable {
         }
     }
 
-    /// One cycle: events to the application, waiters resumed, datagrams written, timer re-armed.
-    /// Repeats while the application's callbacks queue more work.
+    /// One cycle: events to the application and waiters resumed first, then every datagram
+    /// queued so far (including what the application's callbacks just sent) written, then the
+    /// timer re-armed. Repeats while work remains, at most four rounds before yielding.
     func runCycle() {
         self.eventLoop.preconditionInEventLoop()
         self.datagramsSinceCycle = 0
         var rounds = 0
-        while true {
+        var again = true
+        while again, rounds < 4 {
             rounds += 1
-            let (envelopes, more, opened, released) = self.lock.withLock { () -> ([AddressedEnvelope<ByteBuffer>], Bool, [(OpenWaiter, Result<OpenedLink, TransportError>)], [SpaceWaiter]) in
-                self.cycleRequested = false
+            // 1. Events and waiters, handed over with the lock released.
+            let (opened, released) = self.lock.withLock { () -> ([(OpenWaiter, Result<OpenedLink, TransportError>)], [SpaceWaiter]) in
                 self.inCycle = true
                 while let event = self.machine.popEvent() { self.pendingEvents.append(event) }
-                let (envelopes, more) = self.collectDatagramsLocked()
-                return (envelopes, more, self.takeOpenWaitersLocked(), self.takeSpaceWaitersLocked())
+                return (self.takeOpenWaitersLocked(), self.takeSpaceWaitersLocked())
             }
             for event in self.pendingEvents { self.onEvent(event) }
             self.pendingEvents.removeAll(keepingCapacity: true)
             for (waiter, result) in opened { waiter.resume(returning: result) }
             for waiter in released { waiter.resume(returning: nil) }
+            // 2. Datagrams: everything queued until now.
+            let envelopes = self.lock.withLock { () -> [AddressedEnvelope<ByteBuffer>] in
+                self.cycleRequested = false
+                let (envelopes, more) = self.collectDatagramsLocked()
+                self.inCycle = false
+                let unresumed = !self.machine.releasedSpace.isEmpty && !self.spaceWaiters.isEmpty
+                again = more || self.machine.hasPendingEvents || unresumed || self.cycleRequested
+                return envelopes
+            }
             if let channel = self.channel, !envelopes.isEmpty {
                 for envelope in envelopes { channel.write(envelope, promise: nil) }
                 channel.flush()
             }
-            let again = self.lock.withLock { () -> Bool in
-                self.inCycle = false
-                return self.cycleRequested || more
-            }
-            if !again { break }
-            if rounds >= 4 {
-                // Let reads and other tasks in before continuing.
-                self.lock.withLock { self.cycleRequested = true }
-                self.scheduleCycle()
-                break
-            }
+        }
+        if again {
+            // Let reads and other tasks in before continuing.
+            let schedule = self.lock.withLock { self.requestCycleLocked() }
+            if schedule { self.scheduleCycle() }
         }
         self.rearmTimer()
     }
