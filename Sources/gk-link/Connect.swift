@@ -13,6 +13,9 @@ struct Connect: AsyncParsableCommand {
 
     @OptionGroup var transport: TransportOptions
 
+    @Option(help: "Local address to bind (default: all addresses of the target's family).")
+    var bind: String?
+
     @Option(help: "Messages to send.")
     var count = 10
 
@@ -46,8 +49,7 @@ struct Connect: AsyncParsableCommand {
         let closed = StopCondition(signals: [])
         let closeReason = NIOLockedValueBox<String?>(nil)
         let json = self.json
-        let bindHost = target.protocol == .inet6 ? "::1" : "127.0.0.1"
-        let local = (try? SocketAddress(ipAddress: target.ipAddress ?? "", port: 0)).flatMap { _ in bindHost } ?? bindHost
+        let local = self.bind ?? (target.protocol == .inet6 ? "::" : "0.0.0.0")
         let endpoint = try await TransportEndpoint.bind(host: local, port: 0, configuration: self.transport.configuration) { event in
             if case .linkClosed(_, let reason) = event {
                 closeReason.withLockedValue { $0 = Output.describe(reason) }

@@ -9,8 +9,8 @@ import NIOCore
 struct Listen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Accept links; count or echo messages.")
 
-    @Option(help: "Address to bind.")
-    var host = "127.0.0.1"
+    @Option(help: "Address to bind (\"::\" for IPv6 and IPv4).")
+    var host = "0.0.0.0"
 
     @Option(help: "Port to bind (0: any).")
     var port = 7000
