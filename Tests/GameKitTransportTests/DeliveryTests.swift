@@ -462,4 +462,97 @@ struct DeliveryTests {
         #expect(timeouts >= 2)
         #expect(after < before / 2)
     }
+
+    @Test func noTimerStaysDueWhileAVanishedPeerHoldsTheWindowFull() {
+        // Data in flight when the peer vanishes: timeouts shrink the window below what is in
+        // flight, and the keepalive interval passes while a PING could not go out. The virtual
+        // network records an issue if any deadline stays due (a real event loop would spin).
+        var network = VirtualNetwork()
+        let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(10)))
+        let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(10)))
+        let (sender, _) = network.openLink(from: a, to: b)!
+        network.run(for: .milliseconds(200))
+        network.interceptor = { _ in false }
+        for sequence in 0..<30 { try! network.nodes[a].machine.send(.numbered(sequence, size: 1000), on: sender, mode: .reliable) }
+        network.run(for: .seconds(25))
+        #expect(network.nodes[a].closeReasons == [.timedOut])
+    }
+
+    @Test func aMaximumSizeMessageBehindASmallOneGetsThroughTheWindow() {
+        // The receive window is only as large as the largest message plus its prefix; a small
+        // message ahead of it must not leave the credit one message short forever.
+        var configuration = TransportConfiguration()
+        configuration.maxReliableMessageSize = 4 << 20
+        configuration.sendBufferCapacity = 8 << 20
+        var network = VirtualNetwork()
+        let a = network.addNode(configuration: configuration, profile: ImpairmentProfile(delay: .milliseconds(1)))
+        let b = network.addNode(configuration: configuration, profile: ImpairmentProfile(delay: .milliseconds(1)))
+        let (sender, receiver) = network.openLink(from: a, to: b)!
+        network.nodes[a].outgoing.append((sender, .numbered(0, size: 100), .reliable))
+        network.nodes[a].outgoing.append((sender, .numbered(1, size: 4 << 20), .reliable))
+        network.nodes[a].outgoing.append((sender, .numbered(2, size: 4 << 20), .reliable))
+        network.run(for: .seconds(60)) { $0.nodes[b].received(on: receiver, mode: .reliable).count == 3 }
+        #expect(network.nodes[b].received(on: receiver, mode: .reliable).map(\.sequenceNumber) == [0, 1, 2])
+    }
+
+    @Test func aRetransmissionAcknowledgedBeforeItsOriginalIsDeclaredLostIsHarmless() {
+        // On a LAN (1 ms each way), the first chunk of a short burst and its first retransmission
+        // are lost; a tail loss probe sends the chunk again while that retransmission is still
+        // outstanding. The probe's acknowledgement releases the bytes, and the retransmission is
+        // declared lost afterwards, in the same acknowledgement: its bytes are already released.
+        var network = VirtualNetwork()
+        let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(1)))
+        let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(1)))
+        let (sender, receiver) = network.openLink(from: a, to: b)!
+        network.run(for: .milliseconds(200))
+        let key = network.nodes[b].machine.links[receiver.rawValue]!.machine.receiveKey
+        final class Counter { var firstChunk = 0 }
+        let counter = Counter()
+        network.interceptor = { datagram in
+            guard datagram.destination == VirtualNetwork.address(2),
+                datagram.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.data.rawValue,
+                let plaintext = AEAD.openPacket(datagram.bytes, key: key)
+            else { return true }
+            var reader = FrameReader(plaintext)
+            while let frame = try? reader.next() {
+                if case .reliable(0, _) = frame {
+                    counter.firstChunk += 1
+                    return counter.firstChunk > 2
+                }
+            }
+            return true
+        }
+        for sequence in 0..<2 { try! network.nodes[a].machine.send(.numbered(sequence, size: 1000), on: sender, mode: .reliable) }
+        network.run(for: .seconds(5)) { $0.nodes[b].received(on: receiver, mode: .reliable).count == 2 }
+        network.run(for: .seconds(1))
+        #expect(network.nodes[b].received(on: receiver, mode: .reliable).map(\.sequenceNumber) == [0, 1])
+        #expect(counter.firstChunk >= 3)
+        #expect(network.nodes[a].closeReasons.isEmpty)
+    }
+
+    @Test func aPeerThatNeverAcknowledgesCannotGrowTheSentPacketLog() {
+        // B sends thousands of PINGs and never an ACK; A answers each with an
+        // acknowledgement-only packet, which nobody ever acknowledges.
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        let (sender, receiver) = network.openLink(from: a, to: b)!
+        network.run(for: .milliseconds(100))
+        let peer = network.nodes[b].machine.links[receiver.rawValue]!
+        var now = network.now
+        for _ in 0..<5000 {
+            now = now + .milliseconds(1)
+            peer.machine.pendingPing = true
+            peer.machine.probePending = true
+            var datagram = ByteBuffer()
+            #expect(peer.machine.pollTransmit(now: now, into: &datagram))
+            network.nodes[a].machine.handleDatagram(datagram, from: network.nodes[b].address, now: now)
+            var dropped = ByteBuffer()
+            while network.nodes[a].machine.pollDatagram(now: now, into: &dropped) != nil { dropped.clear() }
+        }
+        let link = network.nodes[a].machine.links[sender.rawValue]!.machine
+        #expect(link.statistics.packetsReceived >= 5000)
+        #expect(link.statistics.packetsSent >= 2500)
+        #expect(link.sentLog.count <= 2)
+    }
 }

@@ -1,4 +1,5 @@
 import NIOCore
+import NetworkImpairment
 import Testing
 
 @testable import GameKitTransport
@@ -28,7 +29,7 @@ struct StreamTests {
         var chunks: [(UInt64, ByteBuffer)] = stride(from: 0, to: bytes.readableBytes, by: 100).map { offset in
             (UInt64(offset), bytes.getSlice(at: offset, length: min(100, bytes.readableBytes - offset))!)
         }
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom(seed: 42)
         chunks.shuffle(using: &generator)
         chunks += chunks.prefix(5)
         var stream = ReceiveStream(window: 1 << 20, maxMessageSize: 1 << 20)
@@ -114,5 +115,46 @@ struct StreamTests {
         var reference = StreamTests.streamBytes((0..<200).map { .numbered($0, size: 1000) })
         reference.moveReaderIndex(forwardBy: Int(sent[150].lowerBound))
         #expect(bytes == reference.getSlice(at: reference.readerIndex, length: sent[150].count))
+    }
+
+    @Test func declaringAlreadyAcknowledgedBytesLostDoesNothing() {
+        var stream = SendStream()
+        stream.append(ByteBuffer(repeating: 1, count: 3000))
+        let range = stream.takeUnsentRange(maximumLength: 5000, limit: .max)!
+        #expect(stream.acknowledge(range) == range.count)
+        stream.declareLost(0..<1000)
+        stream.declareLost(range)
+        #expect(!stream.hasLostData)
+    }
+
+    @Test func theWindowReopensWhenTheCreditCannotHoldALargestMessage() throws {
+        // Window = largest message + prefix, as the transport parameters require at the least.
+        var stream = ReceiveStream(window: 1004, maxMessageSize: 1000)
+        let bytes = StreamTests.streamBytes([ByteBuffer(repeating: 1, count: 10)])
+        try stream.receive(offset: 0, data: bytes)
+        #expect(Self.messages(&stream).count == 1)
+        // 11 bytes consumed: 993 bytes of credit left, less than one largest message (1002).
+        #expect(stream.windowUpdate() == 11 + 1004)
+        #expect(stream.windowUpdate() == nil)
+    }
+
+    @Test func tinyOutOfOrderPiecesBeyondTheBoundBreakTheStream() throws {
+        var stream = ReceiveStream(window: 1 << 20, maxMessageSize: 1 << 19)
+        #expect(stream.maximumPendingPieces == 2048)
+        var offset: UInt64 = 10_000
+        #expect(throws: ReceiveStreamError.tooFragmented) {
+            for _ in 0...2048 {
+                try stream.receive(offset: offset, data: ByteBuffer(bytes: [1]))
+                offset -= 2
+            }
+        }
+        // Honest reordering of whole packets stays far below it.
+        var honest = ReceiveStream(window: 4 << 20, maxMessageSize: 4 << 20)
+        let bytes = StreamTests.streamBytes([ByteBuffer(repeating: 7, count: 3 << 20)])
+        for start in stride(from: bytes.readableBytes - 1150, through: 0, by: -1150) {
+            try honest.receive(offset: UInt64(start), data: bytes.getSlice(at: start, length: 1150)!)
+        }
+        try honest.receive(offset: 0, data: bytes.getSlice(at: 0, length: bytes.readableBytes % 1150 + 1150)!)
+        #expect(Self.messages(&honest).map(\.readableBytes) == [3 << 20])
     }
 }

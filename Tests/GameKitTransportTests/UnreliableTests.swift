@@ -86,4 +86,14 @@ struct UnreliableTests {
         #expect(reassembler.partialCount == 2)
         #expect(reassembler.droppedMessages == 3)
     }
+
+    @Test func theNumberOfPartialMessagesIsBounded() {
+        var reassembler = FragmentReassembler(maxMessageSize: 96 << 10, timeout: .seconds(2), maximumBufferedBytes: 1 << 20)
+        for id in 0..<1000 {
+            let fragment = UnreliableFragment(messageID: UInt64(id), totalLength: 2, offset: 0, data: ByteBuffer(bytes: [1]))
+            _ = reassembler.receive(fragment, now: .uptimeNanoseconds(UInt64(id)))
+        }
+        #expect(reassembler.partialCount == FragmentReassembler.maximumPartials)
+        #expect(reassembler.droppedMessages == 1000 - FragmentReassembler.maximumPartials)
+    }
 }

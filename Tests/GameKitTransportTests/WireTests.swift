@@ -155,6 +155,12 @@ struct WireTests {
         #expect(CookieMessage.decode(cookieBytes) == cookie)
         cookieBytes.writeInteger(UInt8(0))
         #expect(CookieMessage.decode(cookieBytes) == nil)
+        let cancel = CancelMessage(version: 1, reason: 1, senderIndex: 42, echo: ByteBuffer(repeating: 4, count: 16), mac: ByteBuffer(repeating: 6, count: 16))
+        var cancelBytes = ByteBuffer()
+        cancel.encodeWithoutMAC(into: &cancelBytes)
+        #expect(cancelBytes.readableBytes == CancelMessage.authenticatedSize)
+        cancelBytes.writeImmutableBuffer(cancel.mac)
+        #expect(CancelMessage.decode(cancelBytes) == cancel)
         // A cancel-sized datagram of another type, and a cancel of the wrong size.
         #expect(CancelMessage.decode(ByteBuffer(repeating: 6, count: CancelMessage.size)) == nil)
         #expect(CancelMessage.decode(ByteBuffer(repeating: 5, count: CancelMessage.size)) != nil)

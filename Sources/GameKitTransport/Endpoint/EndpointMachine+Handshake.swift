@@ -71,7 +71,8 @@ extension EndpointMachine {
     }
 
     /// Handles a repeat of an initiation already seen: the same answer again, or a refreshed
-    /// request. Returns false when the initiation is new.
+    /// request; drops an initiation that collides with a live handshake of the same source.
+    /// Returns false when the initiation is new.
     private mutating func answerRepeat(of message: InitiationMessage, from source: HandshakeSource, now: NIODeadline) -> Bool {
         if let accepted = self.accepted[source], accepted.ephemeralPublicKey == message.ephemeralPublicKey {
             self.links[accepted.linkIndex]?.machine.responseSentAt = nil
@@ -84,6 +85,12 @@ extension EndpointMachine {
         }
         if let id = self.requestsBySource[source], self.requests[id]?.ephemeralPublicKey == message.ephemeralPublicKey {
             self.requests[id]!.lastSeen = now
+            return true
+        }
+        if self.requestsBySource[source] != nil || self.accepted[source] != nil {
+            // Another handshake from the same address and index is under way: no honest initiator
+            // reuses its index with a new key, and letting it through would mix up the two.
+            self.statistics.droppedStrayHandshake += 1
             return true
         }
         return false

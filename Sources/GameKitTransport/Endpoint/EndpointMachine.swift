@@ -45,7 +45,8 @@ struct EndpointMachine {
     var replyLimiter = ReplyRateLimiter()
     var outbox = Deque<(SocketAddress, ByteBuffer)>()
     var events = Deque<TransportEvent>()
-    /// Send-buffer space released per link since the last `takeReleasedSpace()`.
+    /// Links whose send buffer released space since the driver last looked (it resumes tasks
+    /// waiting to write on them, then clears this).
     var releasedSpace: [LinkID] = []
     var statistics = EndpointStatistics()
     /// The time of the latest call that passed one (for bookkeeping inside event collection).

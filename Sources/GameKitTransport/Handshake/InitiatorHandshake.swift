@@ -52,11 +52,13 @@ struct InitiatorHandshake {
         self.ephemeralPublic = ByteBuffer(bytes: self.ephemeral.publicKey.rawRepresentation)
 
         var header = ByteBuffer()
-        header.writeInteger(PacketType.initiation.rawValue)
-        header.writeInteger(ProtocolVersion.current)
-        header.writeInteger(UInt16(0))
-        header.writeInteger(localIndex)
-        header.writeImmutableBuffer(self.ephemeralPublic)
+        InitiationMessage(
+            version: ProtocolVersion.current,
+            senderIndex: localIndex,
+            ephemeralPublicKey: self.ephemeralPublic,
+            sealed: ByteBuffer(),
+            mac2: ByteBuffer()
+        ).encodeHeader(into: &header)
         var plaintext = ByteBuffer()
         parameters.encode(into: &plaintext)
         plaintext.writeImmutableBuffer(payload)
@@ -148,12 +150,8 @@ struct InitiatorHandshake {
     /// A cancel message withdrawing this initiation.
     func cancelDatagram(reason: CancelReason) -> ByteBuffer {
         var datagram = ByteBuffer()
-        datagram.writeInteger(PacketType.cancel.rawValue)
-        datagram.writeInteger(ProtocolVersion.current)
-        datagram.writeInteger(reason.rawValue)
-        datagram.writeInteger(UInt8(0))
-        datagram.writeInteger(self.localIndex)
-        datagram.writeImmutableBuffer(self.echo)
+        CancelMessage(version: ProtocolVersion.current, reason: reason.rawValue, senderIndex: self.localIndex, echo: self.echo, mac: ByteBuffer())
+            .encodeWithoutMAC(into: &datagram)
         let key = KeySchedule.cancelKey(psk: self.psk, initiatorEphemeral: self.ephemeralPublic)
         datagram.writeBytes(KeySchedule.truncatedMAC(key: key, over: datagram))
         return datagram

@@ -27,8 +27,6 @@ struct DatagramBatcher {
         self.segmentationOffload = segmentationOffload
     }
 
-    var isEmpty: Bool { self.spans.isEmpty }
-
     /// Records a datagram of `length` bytes written at `start` for `address`.
     mutating func add(address: SocketAddress, start: Int, length: Int) {
         if self.segmentationOffload, var last = self.spans.last, last.accepting, last.address == address,

@@ -5,10 +5,11 @@ import NIOCore
 ///
 /// Application calls (send, accept, close…) may come from any thread: they take the lock, act on
 /// the machine at once (so "buffer full" or "unknown request" is known synchronously) and ask the
-/// event loop for a cycle. The cycle, always on the event loop, takes the machine's events and
-/// datagrams under the lock, then — with the lock released — hands events to the application,
-/// resumes waiting tasks, writes the datagrams and re-arms the single timer. The application's
-/// callbacks therefore never run under the lock and may call back into the endpoint freely.
+/// event loop for a cycle. The cycle, always on the event loop, takes the machine's events under
+/// the lock and, with the lock released, hands them to the application and resumes waiting tasks;
+/// then it takes every datagram queued so far (including the application's replies) under the
+/// lock, writes them outside it, and re-arms the single timer. The application's callbacks
+/// therefore never run under the lock and may call back into the endpoint freely.
 final class EndpointCore: @unchecked Sendable {
     /// Datagrams written per cycle before yielding to reads (another cycle follows at once).
     static let datagramsPerCycle = 512
@@ -175,7 +176,9 @@ final class EndpointCore: @unchecked Sendable {
         }
         guard !alreadyShutDown else { return }
         try? await self.eventLoop.submit {
-            self.runCycle()
+            // Every CLOSE, cancel and denial goes out before the socket closes (bounded: the
+            // machine has no more to send once each link has sent its CLOSE).
+            for _ in 0..<10_000 where self.runCycle() {}
             self.lock.withLock { self.isShutDown = true }
             self.timer?.cancel()
             self.timer = nil
@@ -220,8 +223,10 @@ final class EndpointCore: @unchecked Sendable {
 
     /// One cycle: events to the application and waiters resumed first, then every datagram
     /// queued so far (including what the application's callbacks just sent) written, then the
-    /// timer re-armed. Repeats while work remains, at most four rounds before yielding.
-    func runCycle() {
+    /// timer re-armed. Repeats while work remains, at most four rounds before yielding; returns
+    /// whether work remained (a further cycle has then been scheduled).
+    @discardableResult
+    func runCycle() -> Bool {
         self.eventLoop.preconditionInEventLoop()
         self.datagramsSinceCycle = 0
         var rounds = 0
@@ -258,6 +263,7 @@ final class EndpointCore: @unchecked Sendable {
             if schedule { self.scheduleCycle() }
         }
         self.rearmTimer()
+        return again
     }
 
     // MARK: - Private (lock held)
@@ -272,12 +278,16 @@ final class EndpointCore: @unchecked Sendable {
     private func collectDatagramsLocked() -> ([AddressedEnvelope<ByteBuffer>], Bool) {
         guard let channel = self.channel, channel.isWritable, !self.isShutDown else { return ([], false) }
         let now = NIODeadline.now()
-        var buffer = channel.allocator.buffer(capacity: 64 * 1024)
+        var buffer = channel.allocator.buffer(capacity: 2048)
         var count = 0
         while count < Self.datagramsPerCycle {
             let start = buffer.writerIndex
             guard let address = self.machine.pollDatagram(now: now, into: &buffer) else {
                 return (self.batcher.takeEnvelopes(from: buffer), false)
+            }
+            if count == 0 {
+                // More may follow: make room for a whole batch at once.
+                buffer.reserveCapacity(64 * 1024)
             }
             self.batcher.add(address: address, start: start, length: buffer.writerIndex - start)
             count += 1
@@ -328,12 +338,16 @@ final class EndpointCore: @unchecked Sendable {
     }
 
     private func rearmTimer() {
-        let next = self.lock.withLock { self.isShutDown ? nil : self.machine.nextDeadline }
-        guard let next else {
+        guard var next = self.lock.withLock({ self.isShutDown ? nil : self.machine.nextDeadline }) else {
             self.timer?.cancel()
             self.timer = nil
             self.timerDeadline = nil
             return
+        }
+        if let channel = self.channel, !channel.isWritable {
+            // Nothing can be sent until the socket drains (which runs a cycle), so a due deadline
+            // (an acknowledgement, say) would stay due: do not fire again at once.
+            next = max(next, .now() + .milliseconds(1))
         }
         if let current = self.timerDeadline, current <= next, self.timer != nil { return }
         self.timer?.cancel()

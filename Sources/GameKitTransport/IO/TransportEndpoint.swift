@@ -30,12 +30,10 @@ public final class TransportEndpoint: Sendable {
     public var eventLoop: EventLoop { self.core.eventLoop }
 
     let core: EndpointCore
-    private let channel: Channel
 
-    private init(localAddress: SocketAddress, core: EndpointCore, channel: Channel) {
+    private init(localAddress: SocketAddress, core: EndpointCore) {
         self.localAddress = localAddress
         self.core = core
-        self.channel = channel
     }
 
     // MARK: - Binding
@@ -97,7 +95,7 @@ public final class TransportEndpoint: Sendable {
             try? await channel.close()
             throw TransportError.invalidConfiguration("socket has no local address")
         }
-        return TransportEndpoint(localAddress: local, core: core, channel: channel)
+        return TransportEndpoint(localAddress: local, core: core)
     }
 
     /// Asks for large kernel buffers: forced beyond the system maximum where permitted

@@ -147,7 +147,7 @@ extension LinkMachine {
 
         if let index = self.sentLog.index(of: largest) {
             let packet = self.sentLog[index]
-            if packet.state == .outstanding, packet.isAckEliciting {
+            if packet.state == .outstanding {
                 let delay = TimeAmount.microseconds(Int64(min(ack.ackDelayMicroseconds, 1_000_000)))
                 self.rtt.addSample(now - packet.timeSent, ackDelay: min(delay, self.parameters.peerMaxAckDelay))
             }
@@ -158,12 +158,9 @@ extension LinkMachine {
         var acknowledgedOriginal = false
         let smoothedRTT = self.rtt.smoothedOrInitial
         for range in ack.ranges {
-            guard let last = self.sentLog.lastPacketNumber else { break }
-            let low = max(range.lowerBound, self.sentLog.firstPacketNumber)
-            let high = min(range.upperBound, last)
-            guard low <= high else { continue }
-            for packetNumber in low...high {
-                let index = Int(packetNumber - self.sentLog.firstPacketNumber)
+            var index = self.sentLog.firstIndex(notBelow: range.lowerBound)
+            while index < self.sentLog.count, self.sentLog[index].packetNumber <= range.upperBound {
+                defer { index += 1 }
                 var packet = self.sentLog[index]
                 switch packet.state {
                 case .acknowledged:
@@ -175,10 +172,8 @@ extension LinkMachine {
                 case .outstanding:
                     packet.state = .acknowledged
                     acknowledgedOriginal = acknowledgedOriginal || self.isOriginalOfTimeoutEpisode(packet)
-                    if packet.isAckEliciting {
-                        newlyAcknowledged = true
-                        self.congestion.onPacketAcknowledged(bytes: packet.size, timeSent: packet.timeSent, now: now, smoothedRTT: smoothedRTT)
-                    }
+                    newlyAcknowledged = true
+                    self.congestion.onPacketAcknowledged(bytes: packet.size, timeSent: packet.timeSent, now: now, smoothedRTT: smoothedRTT)
                 }
                 self.sentLog[index] = packet
                 if let streamRange = packet.streamRange {
@@ -209,12 +204,12 @@ extension LinkMachine {
 
     var hasOutstandingAckElicitingPackets: Bool { self.congestion.bytesInFlight > 0 }
 
-    /// Whether acknowledging `packet` proves the current timeout episode spurious: it carried data
-    /// and left before the first timeout. (Acknowledgement-only packets say nothing about the data
-    /// path, and acknowledgements of them may arrive late, piggybacked on anything.)
+    /// Whether acknowledging `packet` proves the current timeout episode spurious: it left before
+    /// the first timeout. (Only ack-eliciting packets are logged; acknowledgements of
+    /// acknowledgement-only packets would say nothing about the data path.)
     private func isOriginalOfTimeoutEpisode(_ packet: SentPacket) -> Bool {
         guard let start = self.timeoutEpisodeStart else { return false }
-        return packet.isAckEliciting && packet.timeSent < start
+        return packet.timeSent < start
     }
 
     /// Declares lost every outstanding packet three packets or 9/8 RTT older than the largest
@@ -229,7 +224,7 @@ extension LinkMachine {
         while index < self.sentLog.count {
             let packet = self.sentLog[index]
             if packet.packetNumber > largestAcknowledged { break }
-            if packet.state == .outstanding, packet.isAckEliciting {
+            if packet.state == .outstanding {
                 if packet.timeSent + lossDelay <= now || largestAcknowledged >= packet.packetNumber + 3 {
                     self.declareLost(at: index, now: now, byTimer: false)
                 } else {

@@ -18,7 +18,9 @@ extension LinkMachine {
         case .closing(_, let flushBy):
             consider(flushBy)
         case .open:
-            consider(self.lastSendTime + self.parameters.keepaliveInterval)
+            if self.needsKeepalive {
+                consider(self.lastSendTime + self.parameters.keepaliveInterval)
+            }
         }
         consider(self.lastReceiveTime + self.parameters.disconnectTimeout)
         consider(self.retransmissionDeadline)
@@ -28,6 +30,13 @@ extension LinkMachine {
         consider(self.ackTracker.deadline)
         consider(self.reassembler.nextExpiry)
         return deadline
+    }
+
+    /// A keepalive is due only on an idle link: with packets in flight the loss probes and the
+    /// retransmission timer already make the peer answer, and a PING already queued is waiting for
+    /// the window (its deadline must not stay in the past, or the timer would fire without end).
+    var needsKeepalive: Bool {
+        !self.pendingPing && !self.hasOutstandingAckElicitingPackets
     }
 
     /// Runs every timer that is due at `now`.
@@ -69,7 +78,7 @@ extension LinkMachine {
         if let deadline = self.pacingDeadline, now >= deadline {
             self.pacingDeadline = nil
         }
-        if self.state == .open, now >= self.lastSendTime + self.parameters.keepaliveInterval {
+        if self.state == .open, self.needsKeepalive, now >= self.lastSendTime + self.parameters.keepaliveInterval {
             self.pendingPing = true
         }
         self.reassembler.expire(now: now)

@@ -187,7 +187,7 @@ extension LinkMachine {
             into: &output
         )
         packet.size = output.writerIndex - start
-        self.sentLog.append(packet)
+        if packet.isAckEliciting { self.sentLog.append(packet) }
         self.nextPacketNumber += 1
         self.lastSendTime = now
         self.statistics.packetsSent += 1

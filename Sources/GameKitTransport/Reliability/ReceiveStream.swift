@@ -1,3 +1,4 @@
+import DequeModule
 import NIOCore
 
 /// Why the peer's reliable stream cannot be accepted; each closes the link.
@@ -6,14 +7,19 @@ enum ReceiveStreamError: Error, Equatable {
     case beyondWindow
     /// A message's length prefix exceeds the largest reliable message this side accepts.
     case messageTooLarge(UInt64)
+    /// The out-of-order data is cut into more pieces than any honest sender produces (senders cut
+    /// the stream at packet boundaries), which would only cost time and memory.
+    case tooFragmented
 }
 
 /// The incoming reliable byte stream of a link: reorders chunks, cuts the stream back into
 /// messages, and advertises how far the peer may send.
 ///
 /// In-order chunks of whole messages (the common case) are delivered as slices of the decrypted
-/// packet without copying. Out-of-order chunks wait, trimmed to the bytes not yet held, so memory
-/// stays below the advertised window however the peer retransmits.
+/// packet without copying. Out-of-order chunks wait, trimmed to the bytes not yet held and copied
+/// out of their packets, so memory stays about the advertised window however the peer retransmits;
+/// the number of waiting pieces is bounded too, so that neither memory nor the sorted insertion's
+/// cost can be driven up by tiny chunks.
 struct ReceiveStream: Sendable {
     let window: UInt64
     let maxMessageSize: Int
@@ -24,7 +30,9 @@ struct ReceiveStream: Sendable {
     private var assembly = ByteBuffer()
     private(set) var contiguousEnd: UInt64 = 0
     /// Out-of-order chunks above `contiguousEnd`, sorted by offset, disjoint.
-    private var pending: [(offset: UInt64, data: ByteBuffer)] = []
+    private var pending = Deque<(offset: UInt64, data: ByteBuffer)>()
+    /// At most this many out-of-order pieces wait at once.
+    let maximumPendingPieces: Int
     private var pendingCoverage = IntervalSet()
     /// The peer may send stream bytes below this offset.
     private(set) var advertisedLimit: UInt64
@@ -36,6 +44,7 @@ struct ReceiveStream: Sendable {
         self.window = UInt64(window)
         self.maxMessageSize = maxMessageSize
         self.advertisedLimit = UInt64(window)
+        self.maximumPendingPieces = max(256, window / 512)
     }
 
     /// Bytes held for reassembly: partial messages and out-of-order chunks.
@@ -46,7 +55,7 @@ struct ReceiveStream: Sendable {
         guard end <= self.advertisedLimit else { throw .beyondWindow }
         guard end > self.contiguousEnd, !data.readableBytes.isZero else { return }
         if offset > self.contiguousEnd {
-            self.stash(offset: offset, data: data)
+            try self.stash(offset: offset, data: data)
             return
         }
         var fresh = data
@@ -77,26 +86,40 @@ struct ReceiveStream: Sendable {
         return message
     }
 
-    /// A new limit to advertise, once the peer has used half of the previous one.
+    /// A new limit to advertise, once the peer has used half of the previous one, or once the
+    /// credit left could no longer hold a largest message (which is only consumed when whole, so
+    /// waiting for half the window could deadlock behind it).
     mutating func windowUpdate() -> UInt64? {
-        guard self.advertisedLimit - self.consumedOffset <= self.window / 2 else { return nil }
+        let credit = self.advertisedLimit - self.consumedOffset
+        let largestMessage = UInt64(self.maxMessageSize) + UInt64(VarInt.encodedLength(UInt64(self.maxMessageSize)))
+        guard credit <= self.window / 2 || credit < largestMessage else { return nil }
+        guard self.consumedOffset + self.window > self.advertisedLimit else { return nil }
         self.advertisedLimit = self.consumedOffset + self.window
         return self.advertisedLimit
     }
 
     // MARK: - Private
 
-    private mutating func stash(offset: UInt64, data: ByteBuffer) {
+    private mutating func stash(offset: UInt64, data: ByteBuffer) throws(ReceiveStreamError) {
         let range = offset..<(offset + UInt64(data.readableBytes))
         for gap in self.pendingCoverage.gaps(in: range) {
-            let slice = data.getSlice(
-                at: data.readerIndex + Int(gap.lowerBound - offset),
-                length: gap.count
-            )!
-            let position = self.pending.firstIndex { $0.offset > gap.lowerBound } ?? self.pending.endIndex
-            self.pending.insert((gap.lowerBound, slice), at: position)
+            guard self.pending.count < self.maximumPendingPieces else { throw .tooFragmented }
+            var piece = ByteBufferAllocator().buffer(capacity: gap.count)
+            piece.writeImmutableBuffer(data.getSlice(at: data.readerIndex + Int(gap.lowerBound - offset), length: gap.count)!)
+            self.pending.insert((gap.lowerBound, piece), at: self.insertionIndex(for: gap.lowerBound))
             self.pendingCoverage.insert(gap)
         }
+    }
+
+    /// Where a piece starting at `offset` goes to keep `pending` sorted (binary search).
+    private func insertionIndex(for offset: UInt64) -> Int {
+        var low = 0
+        var high = self.pending.count
+        while low < high {
+            let mid = (low + high) / 2
+            if self.pending[mid].offset < offset { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     /// Takes bytes that start exactly at `contiguousEnd` and cuts complete messages out of them.

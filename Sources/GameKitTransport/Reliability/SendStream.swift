@@ -79,10 +79,12 @@ struct SendStream: Sendable {
 
     /// Records that the packet carrying `range` was lost; the unacknowledged parts will be sent
     /// again.
+    /// Parts already acknowledged (through another packet carrying the same bytes) are ignored.
     mutating func declareLost(_ range: Range<UInt64>) {
-        let clipped = max(range.lowerBound, self.base)..<min(range.upperBound, self.sendOffset)
-        guard !clipped.isEmpty else { return }
-        for gap in self.acknowledged.gaps(in: clipped) {
+        let lower = max(range.lowerBound, self.base)
+        let upper = min(range.upperBound, self.sendOffset)
+        guard lower < upper else { return }
+        for gap in self.acknowledged.gaps(in: lower..<upper) {
             self.lost.insert(gap)
         }
     }

@@ -27,31 +27,40 @@ struct SentPacket: Sendable {
     }
 }
 
-/// The packets of one direction, indexed by packet number, from the oldest one still of interest.
+/// The ack-eliciting packets of one direction that are still of interest, in packet-number order.
 ///
-/// Packet numbers are consecutive, so lookup is an index computation. Entries leave from the
-/// front once they are no longer outstanding.
+/// Acknowledgement-only packets are not logged: nothing is learnt from their fate, and a peer
+/// that never acknowledges them could otherwise make the log grow without end. Packet numbers in
+/// the log therefore have gaps; lookups are binary searches. Entries leave from the front once
+/// they are no longer outstanding, so the log holds about one congestion window.
 struct SentPacketLog: Sendable {
     private var packets = Deque<SentPacket>()
-    private(set) var firstPacketNumber: UInt64 = 0
 
     var isEmpty: Bool { self.packets.isEmpty }
     var count: Int { self.packets.count }
     var lastPacketNumber: UInt64? { self.packets.last?.packetNumber }
 
     mutating func append(_ packet: SentPacket) {
-        if self.packets.isEmpty {
-            self.firstPacketNumber = packet.packetNumber
-        }
-        precondition(packet.packetNumber == self.firstPacketNumber + UInt64(self.packets.count), "packet numbers must be consecutive")
+        precondition(packet.isAckEliciting, "only ack-eliciting packets are logged")
+        precondition(self.packets.last.map { $0.packetNumber < packet.packetNumber } ?? true, "packet numbers must increase")
         self.packets.append(packet)
     }
 
     /// The position of `packetNumber` in the log, if it is there.
     func index(of packetNumber: UInt64) -> Int? {
-        guard packetNumber >= self.firstPacketNumber else { return nil }
-        let offset = packetNumber - self.firstPacketNumber
-        return offset < UInt64(self.packets.count) ? Int(offset) : nil
+        let index = self.firstIndex(notBelow: packetNumber)
+        return index < self.packets.count && self.packets[index].packetNumber == packetNumber ? index : nil
+    }
+
+    /// The position of the first packet numbered `packetNumber` or higher (`count` if none).
+    func firstIndex(notBelow packetNumber: UInt64) -> Int {
+        var low = 0
+        var high = self.packets.count
+        while low < high {
+            let mid = (low + high) / 2
+            if self.packets[mid].packetNumber < packetNumber { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     subscript(index: Int) -> SentPacket {
@@ -61,9 +70,8 @@ struct SentPacketLog: Sendable {
 
     /// Drops leading packets that are no longer outstanding.
     mutating func pruneFront() {
-        while let first = self.packets.first, first.state != .outstanding || !first.isAckEliciting {
+        while let first = self.packets.first, first.state != .outstanding {
             self.packets.removeFirst()
-            self.firstPacketNumber += 1
         }
     }
 

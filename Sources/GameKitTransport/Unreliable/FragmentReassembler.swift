@@ -3,15 +3,19 @@ import NIOCore
 /// Puts fragmented unreliable messages back together, delivering a message only when every
 /// fragment arrived; incomplete ones are dropped whole when they expire.
 ///
-/// Memory is bounded twice: a message may not exceed the largest unreliable message this side
-/// accepts, and all partial messages together may not exceed `maximumBufferedBytes` (the oldest
-/// are dropped first).
+/// Memory and work are bounded: a message may not exceed the largest unreliable message this side
+/// accepts, all partial messages together may not exceed `maximumBufferedBytes`, and there are at
+/// most `maximumPartials` of them (the oldest are dropped first).
 struct FragmentReassembler: Sendable {
     private struct Partial {
         var buffer: ByteBuffer
         var coverage = IntervalSet()
         var firstSeen: NIODeadline
     }
+
+    /// Partial messages held at once; beyond it the oldest is dropped (so that lookups and expiry,
+    /// linear in this count, stay cheap however a peer fragments).
+    static let maximumPartials = 64
 
     let maxMessageSize: Int
     let timeout: TimeAmount
@@ -76,11 +80,11 @@ struct FragmentReassembler: Sendable {
     }
 
     var nextExpiry: NIODeadline? {
-        self.partials.values.map(\.firstSeen).min().map { $0 + self.timeout }
+        self.partials.values.min { $0.firstSeen < $1.firstSeen }.map { $0.firstSeen + self.timeout }
     }
 
     private mutating func makeRoom(for bytes: Int) {
-        while self.bufferedBytes + bytes > self.maximumBufferedBytes,
+        while self.bufferedBytes + bytes > self.maximumBufferedBytes || self.partials.count >= Self.maximumPartials,
             let oldest = self.partials.min(by: { $0.value.firstSeen < $1.value.firstSeen })?.key
         {
             self.discard(oldest)

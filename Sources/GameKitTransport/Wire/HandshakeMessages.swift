@@ -22,12 +22,17 @@ struct InitiationMessage: Equatable {
 
     /// Writes everything but `mac2`; that is computed over these bytes.
     func encodeWithoutMAC(into buffer: inout ByteBuffer) {
+        self.encodeHeader(into: &buffer)
+        buffer.writeImmutableBuffer(self.sealed)
+    }
+
+    /// The bytes before the sealed part, which it authenticates.
+    func encodeHeader(into buffer: inout ByteBuffer) {
         buffer.writeInteger(PacketType.initiation.rawValue)
         buffer.writeInteger(self.version)
         buffer.writeInteger(UInt16(0))
         buffer.writeInteger(self.senderIndex)
         buffer.writeImmutableBuffer(self.ephemeralPublicKey)
-        buffer.writeImmutableBuffer(self.sealed)
     }
 
     static func decode(_ datagram: ByteBuffer) -> InitiationMessage? {
@@ -199,6 +204,16 @@ struct CancelMessage: Equatable {
     var senderIndex: UInt32
     var echo: ByteBuffer
     var mac: ByteBuffer
+
+    /// Writes the bytes the MAC covers (everything but the MAC).
+    func encodeWithoutMAC(into buffer: inout ByteBuffer) {
+        buffer.writeInteger(PacketType.cancel.rawValue)
+        buffer.writeInteger(self.version)
+        buffer.writeInteger(self.reason)
+        buffer.writeInteger(UInt8(0))
+        buffer.writeInteger(self.senderIndex)
+        buffer.writeImmutableBuffer(self.echo)
+    }
 
     static func decode(_ datagram: ByteBuffer) -> CancelMessage? {
         var buffer = datagram

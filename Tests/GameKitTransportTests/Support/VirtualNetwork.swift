@@ -1,6 +1,7 @@
 import DequeModule
 import NIOCore
 import NetworkImpairment
+import Testing
 
 @testable import GameKitTransport
 
@@ -98,9 +99,20 @@ struct VirtualNetwork {
                 return done(self)
             }
             if next > self.now { self.now = next }
+            var serviced: [Int] = []
             for index in self.nodes.indices {
                 if let deadline = self.nodes[index].machine.nextDeadline, deadline <= self.now {
                     self.nodes[index].machine.handleTimeouts(now: self.now)
+                    serviced.append(index)
+                }
+            }
+            self.settle()
+            // A deadline still due after its timers ran and everything settled would make a real
+            // event loop fire its timer again and again: a busy loop.
+            for index in serviced {
+                if let deadline = self.nodes[index].machine.nextDeadline, deadline <= self.now {
+                    Issue.record("node \(index): deadline stays due after handleTimeouts at \(self.now.uptimeNanoseconds) ns")
+                    return false
                 }
             }
         }
