@@ -411,4 +411,25 @@ struct HandshakeTests {
         let deadline = network.nodes[b].machine.nextDeadline
         #expect(deadline != nil && deadline! <= network.now + CookieGenerator.rotationInterval)
     }
+
+    @Test func aSecondInitiationWithTheSameIndexButAnotherKeyIsDropped() throws {
+        var network = VirtualNetwork()
+        let b = network.addNode()
+        network.nodes[b].answer = nil
+        let source = VirtualNetwork.address(9)
+        func initiation() throws -> ByteBuffer {
+            try InitiatorHandshake(
+                localIndex: 4242, remoteAddress: network.nodes[b].address, psk: PreSharedKey(password: nil),
+                parameters: TransportConfiguration().localParameters, payload: ByteBuffer(), maxDatagramSize: 1200,
+                now: network.now, timeout: .seconds(10)
+            ).datagram()
+        }
+        for datagram in [try initiation(), try initiation()] {
+            network.injected.append(SimulatedDatagram(source: source, destination: network.nodes[b].address, bytes: datagram))
+        }
+        network.run(for: .milliseconds(1))
+        let requests = network.nodes[b].events.filter { if case .connectionRequest = $0 { true } else { false } }
+        #expect(requests.count == 1)
+        #expect(network.nodes[b].machine.endpointStatistics.droppedStrayHandshake == 1)
+    }
 }
