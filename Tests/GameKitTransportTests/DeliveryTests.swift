@@ -416,6 +416,9 @@ struct DeliveryTests {
         let (sender, receiver) = network.openLink(from: a, to: b)!
         for sequence in 0..<400 { network.nodes[a].outgoing.append((sender, .numbered(sequence, size: 1000), .reliable)) }
         network.run(for: .milliseconds(200))
+        // The window before the stall: measured now, because with a low timeout floor the first
+        // timeout can come within the 20 ms below.
+        let before = network.nodes[a].machine.linkStatistics(sender)!.congestionWindow
         final class Stash { var held: [SimulatedDatagram] = []; var holding = true }
         let stash = Stash()
         network.interceptor = { datagram in
@@ -425,7 +428,6 @@ struct DeliveryTests {
         }
         for sequence in 400..<800 { network.nodes[a].outgoing.append((sender, .numbered(sequence, size: 1000), .reliable)) }
         network.run(for: .milliseconds(20))
-        let before = network.nodes[a].machine.linkStatistics(sender)!.congestionWindow
         // The first packet number sent at or after the first timeout: everything from there on is
         // a timeout probe (the window is full, so nothing else goes out during the stall).
         var firstProbe: UInt64?
