@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "gk-bench", targets: ["gk-bench"]),
         .executable(name: "gk-link", targets: ["gk-link"]),
         .executable(name: "gk-impair", targets: ["gk-impair"]),
+        .executable(name: "gk-mdns", targets: ["gk-mdns"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -36,6 +37,16 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        .target(
+            name: "GameKitDiscovery",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // A seeded model of a bad network (loss, delay, jitter, reordering, duplication,
         // corruption) and a UDP relay that applies it. Used by tests and benchmarks only.
         .target(
@@ -50,7 +61,7 @@ let package = Package(
         // MARK: - Public Game Kit API
         .target(
             name: "OpenGameKit",
-            dependencies: ["GameKitTransport"]
+            dependencies: ["GameKitTransport", "GameKitDiscovery"]
         ),
         .target(
             name: "OpenGameKitVoice",
@@ -78,6 +89,17 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "gk-mdns",
+            dependencies: [
+                "GameKitDiscovery",
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
             name: "gk-impair",
             dependencies: [
                 "NetworkImpairment",
@@ -97,6 +119,15 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "GameKitDiscoveryTests",
+            dependencies: [
+                "GameKitDiscovery",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(

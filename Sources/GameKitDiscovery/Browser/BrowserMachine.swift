@@ -1,0 +1,289 @@
+import NIOCore
+
+/// The multicast DNS browser, without I/O: continuous querying for service types, the record
+/// cache, and resolution of instances into found / updated / lost events (RFC 6762 §5, §7, §10;
+/// RFC 6763 §4, §12).
+struct BrowserMachine: Sendable {
+    /// The query schedule of one question (§5.2): the first query 20–120 ms after starting, then
+    /// gaps of 1 s doubling up to an hour.
+    struct QuerySchedule: Sendable {
+        static let firstDelay: ClosedRange<Int64> = 20...120
+        static let firstInterval = TimeAmount.seconds(1)
+        static let maximumInterval = TimeAmount.seconds(3600)
+
+        var next: NIODeadline
+        var interval: TimeAmount
+
+        init(now: NIODeadline, random: inout DiscoveryRandom) {
+            self.next = now + random.milliseconds(Self.firstDelay)
+            self.interval = Self.firstInterval
+        }
+
+        mutating func sent(now: NIODeadline) {
+            self.next = now + self.interval
+            self.interval = min(self.interval * 2, Self.maximumInterval)
+        }
+    }
+
+    /// Queries for an instance that is not resolved yet: SRV/TXT, then addresses; at once, then
+    /// 1 s, 2 s, 4 s, and no more until something new is heard.
+    struct ResolveSchedule: Sendable {
+        static let attempts = 4
+        var next: NIODeadline
+        var sent = 0
+    }
+
+    private(set) var browses: [ServiceType: QuerySchedule] = [:]
+    private(set) var cache = RecordCache()
+    private(set) var reported: [DNSName: ServiceInstance] = [:]
+    private var resolving: [DNSName: ResolveSchedule] = [:]
+    private(set) var interfaces: [Int: NetworkInterface] = [:]
+    var random: DiscoveryRandom
+
+    private(set) var outgoing: [OutgoingMessage] = []
+    private(set) var events: [BrowseEvent] = []
+
+    init(random: DiscoveryRandom) {
+        self.random = random
+    }
+
+    // MARK: - Application
+
+    /// Starts browsing for `type` (querying continuously). Instances already known are reported
+    /// found at once.
+    mutating func startBrowsing(_ type: ServiceType, now: NIODeadline) {
+        guard self.browses[type] == nil else { return }
+        self.browses[type] = QuerySchedule(now: now, random: &self.random)
+        self.resolve(now: now)
+    }
+
+    /// Stops browsing for `type`; its instances are forgotten without events.
+    mutating func stopBrowsing(_ type: ServiceType) {
+        self.browses[type] = nil
+        self.reported = self.reported.filter { $0.value.serviceType != type }
+    }
+
+    /// The application found an instance's data wrong (e.g. a connection failed): ask again, and
+    /// flush its records if nobody answers within ten seconds (RFC 6762 §10.5).
+    mutating func reconfirm(_ name: DNSName, now: NIODeadline) {
+        guard let instance = self.reported[name] else { return }
+        for interface in self.interfaces.values {
+            let questions = [DNSQuestion(name: name, type: .srv), DNSQuestion(name: instance.host, type: .a), DNSQuestion(name: instance.host, type: .aaaa)]
+            for message in MessagePacker.queries(questions: questions, knownAnswers: []) {
+                self.outgoing.append(OutgoingMessage(message: message, interfaceIndex: interface.index, destination: .multicast))
+            }
+        }
+        self.cache.markUnanswered(name: name, now: now)
+        self.cache.markUnanswered(name: instance.host, now: now)
+    }
+
+    /// The interfaces to query on. Records of interfaces that went away are dropped (§10.4);
+    /// a new interface restarts the query schedules.
+    mutating func setInterfaces(_ interfaces: [NetworkInterface], now: NIODeadline) {
+        let old = self.interfaces
+        self.interfaces = Dictionary(interfaces.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+        for index in old.keys where self.interfaces[index] == nil {
+            self.cache.removeInterface(index)
+        }
+        if self.interfaces.keys.contains(where: { old[$0] == nil }) {
+            for type in self.browses.keys { self.browses[type] = QuerySchedule(now: now, random: &self.random) }
+        }
+        self.resolve(now: now)
+    }
+
+    // MARK: - Receiving
+
+    /// Caches the records of a response; notes queries for passive failure detection and
+    /// duplicate-question suppression.
+    mutating func receive(_ incoming: IncomingMessage, now: NIODeadline) {
+        let message = incoming.message
+        guard message.opcode == 0, message.responseCode == 0, self.interfaces[incoming.interfaceIndex] != nil else { return }
+        if message.isResponse {
+            // Unicast replies to our QU questions come from port 5353 too; legacy replies are
+            // not for us (we never send from another port).
+            guard incoming.isFromMulticastDNSPort else { return }
+            for record in message.answers + message.additionals where self.isRelevant(record) {
+                self.cache.insert(record, interfaceIndex: incoming.interfaceIndex, now: now, random: &self.random)
+            }
+        } else {
+            self.cache.observeQuery(message, interfaceIndex: incoming.interfaceIndex, now: now, interesting: self.isInteresting)
+            self.suppressDuplicateQuestions(message, now: now)
+        }
+        self.resolve(now: now)
+    }
+
+    /// Whether a record concerns a browsed type: a PTR of the type, or SRV/TXT/addresses of
+    /// names such a PTR points to. Others are not cached (bounded memory, nothing to report).
+    private func isRelevant(_ record: DNSResourceRecord) -> Bool {
+        switch record.data {
+        case .ptr:
+            return self.browses.keys.contains { $0.domainName == record.name }
+        case .srv, .txt:
+            return self.browses.keys.contains { record.name.parent == $0.domainName }
+        case .a, .aaaa:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Records whose refresh the browser asks for: PTRs of browsed types and the SRV, TXT and
+    /// addresses of instances it reported.
+    private func isInteresting(_ entry: RecordCache.Entry) -> Bool {
+        let record = entry.record
+        switch record.data {
+        case .ptr: return self.browses.keys.contains { $0.domainName == record.name }
+        case .srv, .txt: return self.reported[record.name] != nil
+        case .a, .aaaa: return self.reported.values.contains { $0.host == record.name }
+        default: return false
+        }
+    }
+
+    /// §7.3: another host asked our browse question with all our known answers, so our next
+    /// query can wait, if it was due in the second half of its interval.
+    private mutating func suppressDuplicateQuestions(_ message: DNSMessage, now: NIODeadline) {
+        guard !message.isTruncated, message.authorities.isEmpty else { return }
+        for (type, schedule) in self.browses {
+            let question = DNSQuestion(name: type.domainName, type: .ptr)
+            guard message.questions.contains(where: { $0.name == question.name && ($0.type == .ptr || $0.type == .any) && !$0.unicastResponse }) else { continue }
+            guard schedule.next > now, schedule.next - now <= .nanoseconds(schedule.interval.nanoseconds / 2) else { continue }
+            let ours = self.interfaces.keys.flatMap { self.cache.knownAnswers(for: question, interfaceIndex: $0, now: now) }
+            guard ours.allSatisfy({ known in message.answers.contains { $0.isSameRecord(as: known) } }) else { continue }
+            var updated = schedule
+            updated.sent(now: now)
+            self.browses[type] = updated
+        }
+    }
+
+    // MARK: - Time
+
+    var nextDeadline: NIODeadline? {
+        var deadlines = self.browses.values.map(\.next) + self.resolving.values.map(\.next)
+        if let cache = self.cache.nextDeadline(interesting: self.isInteresting) { deadlines.append(cache) }
+        return deadlines.min()
+    }
+
+    /// Sends due queries and refreshes, expires records, and reports what changed.
+    mutating func advance(now: NIODeadline) {
+        self.cache.flushUnanswered(now: now)
+        _ = self.cache.expire(now: now)
+
+        var questions: [Int: [DNSQuestion]] = [:]
+        func ask(_ question: DNSQuestion, on index: Int) {
+            if !(questions[index]?.contains(question) ?? false) { questions[index, default: []].append(question) }
+        }
+        for (type, schedule) in self.browses where schedule.next <= now {
+            var updated = schedule
+            updated.sent(now: now)
+            self.browses[type] = updated
+            for index in self.interfaces.keys { ask(DNSQuestion(name: type.domainName, type: .ptr), on: index) }
+        }
+        for (index, question) in self.cache.takeDueRefreshes(now: now, interesting: self.isInteresting) where self.interfaces[index] != nil {
+            ask(question, on: index)
+        }
+        for (name, schedule) in self.resolving where schedule.next <= now {
+            var updated = schedule
+            updated.sent += 1
+            updated.next = now + .seconds(Int64(1) << (updated.sent - 1))
+            self.resolving[name] = updated.sent >= ResolveSchedule.attempts ? nil : updated
+            for question in self.missingRecords(of: name, now: now) {
+                for index in self.interfaces.keys { ask(question, on: index) }
+            }
+        }
+        for (index, list) in questions.sorted(by: { $0.key < $1.key }) {
+            let known = list.flatMap { self.cache.knownAnswers(for: $0, interfaceIndex: index, now: now) }
+            for message in MessagePacker.queries(questions: list, knownAnswers: known) {
+                self.outgoing.append(OutgoingMessage(message: message, interfaceIndex: index, destination: .multicast))
+            }
+        }
+        self.resolve(now: now)
+    }
+
+    mutating func takeOutgoing() -> [OutgoingMessage] {
+        defer { self.outgoing.removeAll() }
+        return self.outgoing
+    }
+
+    mutating func takeEvents() -> [BrowseEvent] {
+        defer { self.events.removeAll() }
+        return self.events
+    }
+
+    // MARK: - Resolution
+
+    /// The questions that would complete an instance: SRV and TXT, then the host's addresses.
+    private func missingRecords(of name: DNSName, now: NIODeadline) -> [DNSQuestion] {
+        var questions: [DNSQuestion] = []
+        let srv = self.cache.live(name: name, type: .srv, now: now)
+        if srv.isEmpty { questions.append(DNSQuestion(name: name, type: .srv)) }
+        if self.cache.live(name: name, type: .txt, now: now).isEmpty { questions.append(DNSQuestion(name: name, type: .txt)) }
+        for entry in srv {
+            guard case .srv(_, _, _, let target) = entry.record.data else { continue }
+            if self.cache.live(name: target, type: .a, now: now).isEmpty, self.cache.live(name: target, type: .aaaa, now: now).isEmpty {
+                questions.append(DNSQuestion(name: target, type: .a))
+                questions.append(DNSQuestion(name: target, type: .aaaa))
+            }
+        }
+        return questions
+    }
+
+    /// Compares what the cache resolves now with what was reported, and reports the difference.
+    private mutating func resolve(now: NIODeadline) {
+        var present: Set<DNSName> = []
+        for type in self.browses.keys.sorted(by: { $0.description < $1.description }) {
+            var names: [DNSName] = []
+            for entry in self.cache.live(name: type.domainName, type: .ptr, now: now) {
+                if case .ptr(let target) = entry.record.data, target.parent == type.domainName, !names.contains(target) { names.append(target) }
+            }
+            for name in names {
+                present.insert(name)
+                guard let instance = self.resolveInstance(name, type: type, now: now) else {
+                    if self.reported[name] == nil, self.resolving[name] == nil {
+                        self.resolving[name] = ResolveSchedule(next: now)
+                    }
+                    continue
+                }
+                self.resolving[name] = nil
+                if let old = self.reported[name] {
+                    if old != instance {
+                        self.reported[name] = instance
+                        self.events.append(.updated(instance))
+                    }
+                } else {
+                    self.reported[name] = instance
+                    self.events.append(.found(instance))
+                }
+            }
+        }
+        for (name, instance) in self.reported where !present.contains(name) || self.cache.live(name: name, type: .srv, now: now).isEmpty {
+            self.reported[name] = nil
+            self.events.append(.lost(instance))
+        }
+        self.resolving = self.resolving.filter { present.contains($0.key) }
+    }
+
+    /// The instance if its SRV, TXT and at least one address are in the cache.
+    private func resolveInstance(_ name: DNSName, type: ServiceType, now: NIODeadline) -> ServiceInstance? {
+        guard let srv = self.cache.live(name: name, type: .srv, now: now).max(by: { $0.received < $1.received }),
+            case .srv(_, _, let port, let target) = srv.record.data,
+            let txtEntry = self.cache.live(name: name, type: .txt, now: now).max(by: { $0.received < $1.received }),
+            case .txt(let strings) = txtEntry.record.data
+        else { return nil }
+        var addresses: [ScopedAddress] = []
+        let entries = (self.cache.live(name: target, type: .a, now: now) + self.cache.live(name: target, type: .aaaa, now: now))
+            .sorted { ($0.record.type.rawValue, $0.interfaceIndex, $0.received) < ($1.record.type.rawValue, $1.interfaceIndex, $1.received) }
+        for entry in entries {
+            let address: IPAddress
+            switch entry.record.data {
+            case .a(let bytes): address = .v4(bytes)
+            case .aaaa(let bytes): address = .v6(bytes)
+            default: continue
+            }
+            let scoped = ScopedAddress(address: address, interfaceIndex: entry.interfaceIndex)
+            if !addresses.contains(scoped) { addresses.append(scoped) }
+        }
+        guard !addresses.isEmpty else { return nil }
+        let txt = (try? TXTRecord(strings: strings)) ?? TXTRecord()
+        return ServiceInstance(name: name, serviceType: type, host: target, port: port, txt: txt, addresses: addresses)
+    }
+}

@@ -1,0 +1,177 @@
+import NIOCore
+
+/// Records heard on the network, with their expiry (RFC 6762 §5.2, §10).
+///
+/// Entries are kept per interface, because the same name may carry different addresses on
+/// different links. A received record with TTL 0 (a goodbye) is kept for one more second, marked
+/// as such, then removed (§10.1); a record with the cache-flush bit set makes older records of its
+/// name and type on that interface expire one second later (§10.2). For records the browser
+/// cares about, the cache knows the refresh points at 80, 85, 90 and 95 % of the TTL (plus up to
+/// 2 % random, §5.2), and counts queries that went unanswered (§10.5).
+struct RecordCache: Sendable {
+    struct Key: Hashable, Sendable {
+        var interfaceIndex: Int
+        var name: DNSName
+        var data: DNSRecordData
+    }
+
+    struct Entry: Sendable {
+        var record: DNSResourceRecord
+        var interfaceIndex: Int
+        var received: NIODeadline
+        var expires: NIODeadline
+        /// A goodbye was heard: the entry goes when `expires` passes and counts as gone now.
+        var isGoodbye: Bool
+        /// The refresh points not yet passed, earliest first.
+        var refreshPoints: [NIODeadline]
+        /// When queries that this record answers were seen without it among their known
+        /// answers, since it was last received (§10.5, passive observation of failures).
+        var unansweredQueries: [NIODeadline] = []
+
+        /// Seconds of TTL left at `now`.
+        func remainingTTL(now: NIODeadline) -> UInt32 {
+            guard self.expires > now else { return 0 }
+            return UInt32(clamping: (self.expires - now).nanoseconds / 1_000_000_000)
+        }
+    }
+
+    /// Goodbyes and flushed records linger this long (RFC 6762 §10.1, §10.2).
+    static let lingering = TimeAmount.seconds(1)
+    /// A record that two queries did not bring back within this time is flushed (§10.5).
+    static let failureWindow = TimeAmount.seconds(10)
+    /// The most records the cache holds; beyond it new records are ignored (a bound against
+    /// floods; real networks hold far fewer).
+    static let capacity = 4096
+
+    private(set) var entries: [Key: Entry] = [:]
+
+    /// What a received record changed.
+    enum Change: Equatable { case added, refreshed, goodbye, ignored }
+
+    /// Adds or refreshes `record` heard on `interfaceIndex` at `now`.
+    @discardableResult
+    mutating func insert(_ record: DNSResourceRecord, interfaceIndex: Int, now: NIODeadline, random: inout DiscoveryRandom) -> Change {
+        var stored = record
+        stored.cacheFlush = false
+        let key = Key(interfaceIndex: interfaceIndex, name: record.name, data: record.data)
+        if record.ttl == 0 {
+            guard var entry = self.entries[key] else { return .ignored }
+            entry.isGoodbye = true
+            entry.expires = min(entry.expires, now + Self.lingering)
+            entry.refreshPoints = []
+            self.entries[key] = entry
+            return .goodbye
+        }
+        if record.cacheFlush {
+            // §10.2: other records of this name and type from more than a second ago go too.
+            for (otherKey, var other) in self.entries
+            where otherKey != key && otherKey.interfaceIndex == interfaceIndex && otherKey.name == record.name
+                && other.record.type == record.type && other.received + Self.lingering <= now && other.expires > now + Self.lingering {
+                other.expires = now + Self.lingering
+                other.refreshPoints = []
+                self.entries[otherKey] = other
+            }
+        }
+        let existed = self.entries[key].map { !$0.isGoodbye } ?? false
+        guard existed || self.entries[key] != nil || self.entries.count < Self.capacity else { return .ignored }
+        let ttl = TimeAmount.seconds(Int64(record.ttl))
+        let points = [0.80, 0.85, 0.90, 0.95].map { fraction -> NIODeadline in
+            let jittered = fraction + random.fraction() * 0.02
+            return now + .nanoseconds(Int64(Double(ttl.nanoseconds) * jittered))
+        }
+        self.entries[key] = Entry(record: stored, interfaceIndex: interfaceIndex, received: now, expires: now + ttl, isGoodbye: false, refreshPoints: points)
+        return existed ? .refreshed : .added
+    }
+
+    /// Removes expired entries and returns them.
+    mutating func expire(now: NIODeadline) -> [Entry] {
+        var removed: [Entry] = []
+        for (key, entry) in self.entries where entry.expires <= now {
+            removed.append(entry)
+            self.entries[key] = nil
+        }
+        return removed
+    }
+
+    /// Drops everything learned on an interface that went away (§10.4).
+    mutating func removeInterface(_ index: Int) {
+        self.entries = self.entries.filter { $0.key.interfaceIndex != index }
+    }
+
+    /// Live (not goodbye, not expired) records of `name` and `type`, on every interface.
+    func live(name: DNSName, type: DNSRecordType, now: NIODeadline) -> [Entry] {
+        self.entries.values.filter { $0.record.name == name && $0.record.type == type && !$0.isGoodbye && $0.expires > now }
+    }
+
+    /// Live records answering `question` on an interface with more than half their TTL left:
+    /// the known answers to list in a query (§7.1).
+    func knownAnswers(for question: DNSQuestion, interfaceIndex: Int, now: NIODeadline) -> [DNSResourceRecord] {
+        self.entries.values.compactMap { entry in
+            guard entry.interfaceIndex == interfaceIndex, !entry.isGoodbye, question.isAnswered(by: entry.record) else { return nil }
+            let remaining = entry.remainingTTL(now: now)
+            guard remaining > entry.record.ttl / 2 else { return nil }
+            var record = entry.record
+            record.ttl = remaining
+            return record
+        }
+    }
+
+    /// The earliest expiry, refresh point or failure deadline among entries.
+    func nextDeadline(interesting: (Entry) -> Bool) -> NIODeadline? {
+        var best: NIODeadline?
+        for entry in self.entries.values {
+            var candidates = [entry.expires]
+            if interesting(entry), let refresh = entry.refreshPoints.first { candidates.append(refresh) }
+            if let first = entry.unansweredQueries.first, entry.unansweredQueries.count >= 2 {
+                candidates.append(first + Self.failureWindow)
+            }
+            for candidate in candidates where best.map({ candidate < $0 }) ?? true { best = candidate }
+        }
+        return best
+    }
+
+    /// Takes the refresh points passed by `now` of interesting entries: the questions to ask,
+    /// per interface.
+    mutating func takeDueRefreshes(now: NIODeadline, interesting: (Entry) -> Bool) -> [(interfaceIndex: Int, question: DNSQuestion)] {
+        var due: [(Int, DNSQuestion)] = []
+        for (key, var entry) in self.entries where entry.refreshPoints.first.map({ $0 <= now }) ?? false {
+            while let first = entry.refreshPoints.first, first <= now { entry.refreshPoints.removeFirst() }
+            self.entries[key] = entry
+            guard interesting(entry) else { continue }
+            let question = DNSQuestion(name: entry.record.name, type: entry.record.type)
+            if !due.contains(where: { $0.0 == key.interfaceIndex && $0.1 == question }) { due.append((key.interfaceIndex, question)) }
+        }
+        return due
+    }
+
+    /// Notes a query seen on an interface: live records it asks for but does not list as known
+    /// answers count it as unanswered until they are heard again (§10.5).
+    mutating func observeQuery(_ message: DNSMessage, interfaceIndex: Int, now: NIODeadline, interesting: (Entry) -> Bool) {
+        for (key, var entry) in self.entries where key.interfaceIndex == interfaceIndex && !entry.isGoodbye && interesting(entry) {
+            guard message.questions.contains(where: { $0.isAnswered(by: entry.record) }),
+                !message.answers.contains(where: { $0.isSameRecord(as: entry.record) })
+            else { continue }
+            entry.unansweredQueries.append(now)
+            if entry.unansweredQueries.count > 8 { entry.unansweredQueries.removeFirst() }
+            self.entries[key] = entry
+        }
+    }
+
+    /// Flushes records asked for at least twice without an answer for ten seconds (§10.5).
+    mutating func flushUnanswered(now: NIODeadline) {
+        for (key, var entry) in self.entries where entry.unansweredQueries.count >= 2 && entry.unansweredQueries[0] + Self.failureWindow <= now && !entry.isGoodbye {
+            entry.expires = now
+            self.entries[key] = entry
+        }
+    }
+
+    /// Reconfirmation (§10.5): the application found the data of `name`'s records wrong. They
+    /// count as asked for twice, unanswered, from now, so they are flushed in ten seconds unless
+    /// heard again (the caller sends the queries).
+    mutating func markUnanswered(name: DNSName, now: NIODeadline) {
+        for (key, var entry) in self.entries where key.name == name && !entry.isGoodbye {
+            entry.unansweredQueries += [now, now]
+            self.entries[key] = entry
+        }
+    }
+}
