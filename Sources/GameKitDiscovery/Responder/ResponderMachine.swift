@@ -79,30 +79,27 @@ struct ResponderMachine: Sendable {
         self.services[id] = service
     }
 
-    /// Withdraws a service: goodbye packets (TTL 0) on every interface if it was announced.
+    /// Withdraws a service: goodbye packets (TTL 0) on every interface if it was announced,
+    /// with the host's address records in the same packet when it was the last service.
     mutating func unregister(_ id: ServiceID, now: NIODeadline) {
         guard let service = self.services.removeValue(forKey: id) else { return }
-        if service.claim.isEstablished {
-            for interface in self.interfaces.values {
-                let records = self.serviceRecords(service, on: interface).map { record -> DNSResourceRecord in
-                    var goodbye = record
-                    goodbye.ttl = 0
-                    return goodbye
-                }
-                self.sendMulticast(answers: records, additionals: [], on: interface.index, now: now, countsForRateLimit: false)
+        let lastService = self.services.isEmpty
+        for interface in self.interfaces.values.sorted(by: { $0.index < $1.index }) {
+            var records: [DNSResourceRecord] = []
+            if service.claim.isEstablished {
+                // The type's enumeration PTR stays while another service of the type remains.
+                let typeRemains = self.services.values.contains { $0.description.serviceType == service.description.serviceType }
+                records += self.serviceRecords(service, on: interface).filter { !(typeRemains && $0.name == WellKnownName.serviceTypeEnumeration) }
             }
+            if lastService, let host = self.host, host.isEstablished { records += self.hostRecords(on: interface) }
+            let goodbyes = records.map { record -> DNSResourceRecord in
+                var goodbye = record
+                goodbye.ttl = 0
+                return goodbye
+            }
+            self.sendMulticast(answers: goodbyes, additionals: [], on: interface.index, now: now, countsForRateLimit: false)
         }
-        if self.services.isEmpty, let host = self.host {
-            if host.isEstablished {
-                for interface in self.interfaces.values {
-                    let goodbyes = self.hostRecords(on: interface).map { record -> DNSResourceRecord in
-                        var goodbye = record
-                        goodbye.ttl = 0
-                        return goodbye
-                    }
-                    self.sendMulticast(answers: goodbyes, additionals: [], on: interface.index, now: now, countsForRateLimit: false)
-                }
-            }
+        if lastService {
             self.host = nil
             self.hostRenameCount = 1
         }
@@ -186,7 +183,10 @@ struct ResponderMachine: Sendable {
         for id in self.services.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             var service = self.services[id]!
             // A service that finished probing waits for the host name before it announces.
+            // Its deadline moves to the host's, so that it is not left in the past.
             if case .probing(let sent, let next) = service.claim.state, sent == UniqueNameClaim.probeCount, next <= now, !hostEstablished {
+                service.claim.state = .probing(sent: sent, next: max(now, self.host?.deadline ?? now + UniqueNameClaim.probeInterval))
+                self.services[id] = service
                 continue
             }
             switch service.claim.advance(now: now) {
