@@ -13,15 +13,24 @@ struct BrowserMachine: Sendable {
 
         var next: NIODeadline
         var interval: TimeAmount
+        /// When the last query went (or counted as gone); the start of the current gap.
+        var last: NIODeadline
 
         init(now: NIODeadline, random: inout DiscoveryRandom) {
             self.next = now + random.milliseconds(Self.firstDelay)
             self.interval = Self.firstInterval
+            self.last = now
         }
 
         mutating func sent(now: NIODeadline) {
+            self.last = now
             self.next = now + self.interval
             self.interval = min(self.interval * 2, Self.maximumInterval)
+        }
+
+        /// Whether `now` is in the second half of the gap before the next query.
+        func isInSecondHalf(now: NIODeadline) -> Bool {
+            now < self.next && (now - self.last).nanoseconds * 2 >= (self.next - self.last).nanoseconds
         }
     }
 
@@ -105,11 +114,28 @@ struct BrowserMachine: Sendable {
             for record in message.answers + message.additionals where self.isRelevant(record) {
                 self.cache.insert(record, interfaceIndex: incoming.interfaceIndex, now: now, random: &self.random)
             }
-        } else {
+        } else if !self.isOwn(incoming) {
             self.cache.observeQuery(message, interfaceIndex: incoming.interfaceIndex, now: now, interesting: self.isInteresting)
             self.suppressDuplicateQuestions(message, now: now)
         }
         self.resolve(now: now)
+    }
+
+    /// Whether a query came from this host's port 5353: our own queries looped back (or another
+    /// mDNS stack on this host). They are neither evidence of failures nor duplicates to
+    /// suppress ours for.
+    private func isOwn(_ incoming: IncomingMessage) -> Bool {
+        guard incoming.isFromMulticastDNSPort, let interface = self.interfaces[incoming.interfaceIndex] else { return false }
+        return interface.addresses.contains { address in
+            switch (address, incoming.source) {
+            case (.v4(let bytes), .v4(let source)):
+                return withUnsafeBytes(of: source.address.sin_addr) { Array($0) } == bytes.array
+            case (.v6(let bytes), .v6(let source)):
+                return withUnsafeBytes(of: source.address.sin6_addr) { Array($0) } == bytes.array
+            default:
+                return false
+            }
+        }
     }
 
     /// Whether a record concerns a browsed type: a PTR of the type, or SRV/TXT/addresses of
@@ -146,7 +172,7 @@ struct BrowserMachine: Sendable {
         for (type, schedule) in self.browses {
             let question = DNSQuestion(name: type.domainName, type: .ptr)
             guard message.questions.contains(where: { $0.name == question.name && ($0.type == .ptr || $0.type == .any) && !$0.unicastResponse }) else { continue }
-            guard schedule.next > now, schedule.next - now <= .nanoseconds(schedule.interval.nanoseconds / 2) else { continue }
+            guard schedule.isInSecondHalf(now: now) else { continue }
             let ours = self.interfaces.keys.flatMap { self.cache.knownAnswers(for: question, interfaceIndex: $0, now: now) }
             guard ours.allSatisfy({ known in message.answers.contains { $0.isSameRecord(as: known) } }) else { continue }
             var updated = schedule
