@@ -125,6 +125,7 @@ let package = Package(
             name: "GameKitDiscoveryTests",
             dependencies: [
                 "GameKitDiscovery",
+                "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

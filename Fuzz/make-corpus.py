@@ -215,7 +215,9 @@ def seeds():
 def main():
     os.makedirs(CORPUS, exist_ok=True)
     for name in os.listdir(CORPUS):
-        os.remove(os.path.join(CORPUS, name))
+        path = os.path.join(CORPUS, name)
+        if os.path.isfile(path):  # Corpus/dns/ belongs to make-dns-corpus.py
+            os.remove(path)
     count = 0
     for name, data in seeds():
         assert len(data) <= 1500, name  # scripts/fuzz runs with -max_len=1500

@@ -3,18 +3,29 @@ import Foundation
 /// A child process whose standard output is collected as it arrives, so that the parent can wait
 /// for a line ("ready") and read the final JSON line. Every wait has a deadline; `terminate()`
 /// stops a process that overstays.
+///
+/// With `input: true` the child reads a pipe that `closeInput()` closes, for programs that stop
+/// at end of input (the discovery peers withdraw their service then). With `captureErrors: true`
+/// its standard error is kept (`errorTail`) instead of going to ours.
 final class ChildProcess: @unchecked Sendable {
     private let process = Process()
     private let output = Pipe()
+    private let input: Pipe?
+    private let errors: Pipe?
     private let lock = NSLock()
     private var collected = Data()
+    private var collectedErrors = Data()
     let name: String
 
-    init(_ executable: String, _ arguments: [String], name: String) {
+    init(_ executable: String, _ arguments: [String], name: String, input: Bool = false, captureErrors: Bool = false) {
         self.name = name
+        self.input = input ? Pipe() : nil
+        self.errors = captureErrors ? Pipe() : nil
         self.process.executableURL = URL(fileURLWithPath: executable)
         self.process.arguments = arguments
         self.process.standardOutput = self.output
+        if let pipe = self.input { self.process.standardInput = pipe }
+        if let pipe = self.errors { self.process.standardError = pipe }
         self.output.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
@@ -22,10 +33,53 @@ final class ChildProcess: @unchecked Sendable {
             self.collected.append(data)
             self.lock.unlock()
         }
+        self.errors?.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.collectedErrors.append(data)
+            self.lock.unlock()
+        }
     }
 
     func start() throws {
         try self.process.run()
+    }
+
+    /// Closes the child's standard input (it sees end of file); only with `input: true`.
+    func closeInput() {
+        try? self.input?.fileHandleForWriting.close()
+    }
+
+    /// The last line the child wrote on standard error (with `captureErrors: true`).
+    var errorTail: String? {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return String(decoding: self.collectedErrors, as: UTF8.self).split(separator: "\n").last.map(String.init)
+    }
+
+    /// The lines printed so far that parse as JSON objects, in order.
+    var objects: [[String: Any]] {
+        self.lines.compactMap { line in
+            guard line.hasPrefix("{"), let data = line.data(using: .utf8) else { return nil }
+            return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        }
+    }
+
+    /// Waits until the child has printed a JSON object that `matches`, and returns the first such
+    /// object; nil on timeout or if the child exits without printing one.
+    func waitForObject(timeout: Double, where matches: ([String: Any]) -> Bool) -> [String: Any]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let object = self.objects.first(where: matches) { return object }
+            if !self.process.isRunning {
+                // Let the last output arrive.
+                Thread.sleep(forTimeInterval: 0.05)
+                return self.objects.first(where: matches)
+            }
+            if Date() >= deadline { return nil }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
     }
 
     var lines: [String] {

@@ -1,4 +1,5 @@
 import Foundation
+import NetworkImpairment
 import Testing
 
 /// gk-bench's transport harness on a twentieth of the work: every implementation runs, delivers
@@ -23,5 +24,28 @@ struct BenchmarkHarnessTests {
         let ratios = lines.filter { $0["impl"] == nil }
         #expect(ratios.count == 2)
         #expect(ratios.allSatisfy { $0["ratio_vs_enet"] is Double })
+    }
+
+    /// gk-bench's discovery harness, one round per pair: every pair (gk-mdns and python-zeroconf
+    /// from .venv, each registering and browsing) completes its round and the JSON carries the
+    /// named fields. Times are not looked at.
+    @Test func discoveryBenchmarkCompletesARoundForEveryPair() throws {
+        let result = try SandboxScript.run("gk-bench discovery --quick --rounds 1 --json 2>/dev/null", timeout: 300)
+        let lines = result.objects
+        let measured = lines.filter { $0["impl"] != nil }
+        #expect(
+            Set(measured.compactMap { $0["impl"] as? String })
+                == ["opengamekit->opengamekit", "zeroconf->zeroconf", "zeroconf->opengamekit", "opengamekit->zeroconf"]
+        )
+        for line in measured {
+            for key in ["work", "impl", "rounds", "failed", "appear_ms_p50", "appear_ms_p90", "disappear_ms_p50", "disappear_ms_p90"] {
+                #expect(line.keys.contains(key), "\(line["impl"] ?? "?") lacks \(key)")
+            }
+            #expect(line["rounds"] as? Int == 1, "\(line)")
+            #expect(line["failed"] as? Int == 0, "\(line)")
+        }
+        let ratios = lines.filter { $0["impl"] == nil }
+        #expect(ratios.count == 1)
+        #expect(ratios.first?.keys.contains("appear_ratio_vs_zeroconf") == true)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NetworkImpairment
 import Testing
 
 /// Two (or more) real processes over real sockets in a namespace of their own: the transport as

@@ -19,7 +19,7 @@ public enum DNSDecodingError: Error, Hashable, Sendable {
     /// (RFC 1035 §4.1.4 only ever points backwards): a forward pointer, a pointer to itself, or
     /// one of a pair pointing at each other.
     case compressionPointerNotBackwards
-    /// More compression pointers in one name than `DNSMessageReader.maximumPointerJumps`.
+    /// More than 128 compression pointers followed in one name.
     case tooManyCompressionPointers
     /// A label whose top two bits are 01 or 10 (extended or reserved label types, RFC 6891 §5),
     /// which includes every length byte from 64 to 191.

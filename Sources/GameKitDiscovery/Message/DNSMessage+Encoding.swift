@@ -13,8 +13,8 @@ extension DNSMessage {
     ///   in 65,535 bytes.
     public func encode(into buffer: inout ByteBuffer) {
         precondition(
-            [self.questions.count, self.answers.count, self.authorities.count, self.additionals.count]
-                .allSatisfy { $0 <= Int(UInt16.max) },
+            max(self.questions.count, self.answers.count, self.authorities.count, self.additionals.count)
+                <= Int(UInt16.max),
             "a DNS message section holds at most 65535 entries"
         )
         var compressor = DNSNameCompressor(messageStart: buffer.writerIndex)
@@ -52,10 +52,12 @@ extension DNSMessage {
 
     /// An upper bound of the encoded size (every name uncompressed).
     var encodedSizeEstimate: Int {
-        let questions = self.questions.reduce(0) { $0 + $1.name.wireLength + 4 }
-        let records = [self.answers, self.authorities, self.additionals].joined()
-            .reduce(0) { $0 + $1.encodedSizeEstimate }
-        return DNSMessageReader.headerLength + questions + records
+        var size = DNSMessageReader.headerLength
+        for question in self.questions { size += question.name.wireLength + 4 }
+        for record in self.answers { size += record.encodedSizeEstimate }
+        for record in self.authorities { size += record.encodedSizeEstimate }
+        for record in self.additionals { size += record.encodedSizeEstimate }
+        return size
     }
 }
 

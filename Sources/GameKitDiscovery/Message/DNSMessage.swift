@@ -40,8 +40,8 @@ public struct DNSMessage: Hashable, Sendable {
         self.additionals = additionals
     }
 
-    /// The largest mDNS message this module sends or accepts (RFC 6762 §17: 9000 bytes
-    /// including IP and UDP headers; the payload limit is 8952 for IPv6 jumbo-less links, and
-    /// this module keeps the stricter common bound).
+    /// The largest datagram this module reads: RFC 6762 §17's 9000 bytes, which include the IP
+    /// and UDP headers, so any legal mDNS payload fits. Messages it sends stay far smaller
+    /// (`MessagePacker.limit`).
     public static let maximumSize = 9000
 }

@@ -1,25 +1,32 @@
 import Foundation
-import NetworkImpairment
 
 /// Runs a bash script in a fresh nested network namespace (scripts/sandbox), with the built
-/// executables (gk-link, gk-impair) on PATH, and returns its standard output lines. Used by the
-/// multi-process tests: every process they start lives and dies inside that namespace.
-enum SandboxScript {
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+/// executables (gk-link, gk-impair, gk-mdns) on PATH and `PEER_PYTHON` naming the test peers'
+/// Python (the repository's .venv), and returns its standard output lines. Used by the
+/// multi-process tests of every module: each process they start lives and dies inside that
+/// namespace.
+public enum SandboxScript {
+    /// The package's root directory (this file is Sources/NetworkImpairment/SandboxScript.swift).
+    public static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
     /// The directory holding the test bundle, which is where SwiftPM puts the executables too.
-    static var binaries: URL {
+    public static var binaries: URL {
         URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
     }
 
-    struct Result {
-        var lines: [String]
-        var status: Int32
+    /// The Python interpreter of the test peers' virtual environment (made by scripts/peers-venv).
+    public static var peerPython: URL {
+        self.packageRoot.appendingPathComponent(".venv/bin/python")
+    }
+
+    public struct Result {
+        public var lines: [String]
+        public var status: Int32
 
         /// Lines that parse as JSON objects.
-        var objects: [[String: Any]] {
+        public var objects: [[String: Any]] {
             self.lines.compactMap { line in
                 guard line.hasPrefix("{"), let data = line.data(using: .utf8) else { return nil }
                 return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
@@ -27,7 +34,7 @@ enum SandboxScript {
         }
 
         /// JSON lines carrying `"tag": tag` (scripts prefix each program's output with its tag).
-        func objects(tagged tag: String) -> [[String: Any]] {
+        public func objects(tagged tag: String) -> [[String: Any]] {
             self.lines.compactMap { line in
                 guard line.hasPrefix("\(tag) "), let data = line.dropFirst(tag.count + 1).data(using: .utf8) else { return nil }
                 return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
@@ -35,17 +42,20 @@ enum SandboxScript {
         }
     }
 
-    /// Runs `script`; `loss` adds the kernel drop rule. The script is killed after `timeout`
+    /// Runs `script` from the package root; `loss` adds the kernel drop rule. The script is killed after `timeout`
     /// seconds (a bound so a broken run cannot hang the suite, not a performance requirement).
-    static func run(_ script: String, loss: Double = 0, timeout: Double = 120) throws -> Result {
+    public static func run(_ script: String, loss: Double = 0, timeout: Double = 120) throws -> Result {
         try NetworkSandbox.requireIsolation()
         let process = Process()
         process.executableURL = self.packageRoot.appendingPathComponent("scripts/sandbox")
         var arguments = loss > 0 ? ["--loss", "\(loss)"] : []
         arguments += ["--", "bash", "-c", "set -u\n" + script]
         process.arguments = arguments
+        process.currentDirectoryURL = self.packageRoot
         var environment = ProcessInfo.processInfo.environment
         environment["PATH"] = self.binaries.path + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        environment["PEER_PYTHON"] = self.peerPython.path
+        environment["PEERS"] = self.packageRoot.appendingPathComponent("Tests/Peers").path
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
@@ -60,7 +70,7 @@ enum SandboxScript {
     }
 
     /// Bash that waits until `file` contains a "listening" line (at most 10 s).
-    static func awaitListening(_ file: String) -> String {
+    public static func awaitListening(_ file: String) -> String {
         "for i in $(seq 200); do grep -q 'listening' \(file) 2>/dev/null && break; sleep 0.05; done"
     }
 }
