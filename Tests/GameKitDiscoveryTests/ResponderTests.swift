@@ -238,4 +238,36 @@ struct ResponderTests {
         link.inject(query, from: try! SocketAddress(ipAddress: "10.0.0.99", port: 5353))
         #expect(link.log.isEmpty)
     }
+
+    @Test func aNewInterfaceIsAnnouncedOnAndALostAddressGetsAGoodbye() {
+        var (link, _) = Self.registered()
+        link.run(for: .seconds(10))
+        link.log.removeAll()
+        let old = link.nodes[0].interface
+        var moved = old
+        moved.ipv4 = [IPv4Bytes(10, 0, 0, 77)]
+        let second = NetworkInterface(index: 9, name: "second", ipv4: [IPv4Bytes(192, 168, 1, 5)])
+        link.with(0) { machine, now in machine.setInterfaces([moved, second], now: now) }
+        // At once: a goodbye for the address that went away, then announcements with the new one.
+        let first = link.log.first
+        #expect(first?.message.answers == [DNSResourceRecord(name: link.nodes[0].machine.responder.hostName!, data: .a(IPv4Bytes(10, 0, 0, 1)), ttl: 0, cacheFlush: true)])
+        link.run(for: .seconds(5))
+        let announced = link.log.dropFirst().filter(\.message.isResponse)
+        #expect(announced.count == 6)  // three on each interface (the virtual link does not tell them apart)
+        #expect(announced.contains { $0.message.answers.contains { $0.data == .a(IPv4Bytes(10, 0, 0, 77)) } })
+        #expect(announced.contains { $0.message.answers.contains { $0.data == .a(IPv4Bytes(192, 168, 1, 5)) } })
+        // Each interface's announcements carry its own addresses only.
+        #expect(!announced.contains { sent in
+            sent.message.answers.contains { $0.data == .a(IPv4Bytes(10, 0, 0, 77)) } && sent.message.answers.contains { $0.data == .a(IPv4Bytes(192, 168, 1, 5)) }
+        })
+    }
+
+    @Test func withoutInterfacesNothingIsSentAndNothingSpins() {
+        var link = VirtualLink()
+        link.addNode()
+        link.with(0) { machine, now in machine.setInterfaces([], now: now) }
+        _ = link.with(0) { machine, now in try! machine.responder.register(.test(), now: now) }
+        link.run(for: .seconds(10))
+        #expect(link.log.isEmpty)
+    }
 }
