@@ -258,4 +258,14 @@ struct BrowserTests {
         link.inject(DNSMessage(isResponse: true, answers: [other]), from: Self.foreign)
         #expect(link.nodes[0].machine.browser.cache.entries.isEmpty)
     }
+
+    @Test func addressesAreCachedOnlyForHostsAnSRVNames() {
+        var link = Self.browsing()
+        let stranger = DNSResourceRecord(name: try! DNSName("printer.local"), data: .a(IPv4Bytes(10, 0, 0, 9)), ttl: 120, cacheFlush: true)
+        // The address comes before the SRV that names its host, in one message: still cached.
+        link.inject(DNSMessage(isResponse: true, answers: [Self.a(), stranger, Self.ptr(), Self.srv(), Self.txt()]), from: Self.foreign)
+        #expect(Self.events(link).count == 1)
+        #expect(link.nodes[0].machine.browser.cache.entries.values.contains { $0.record.name == Self.host })
+        #expect(!link.nodes[0].machine.browser.cache.entries.values.contains { $0.record.name == stranger.name })
+    }
 }

@@ -111,7 +111,11 @@ struct BrowserMachine: Sendable {
             // Unicast replies to our QU questions come from port 5353 too; legacy replies are
             // not for us (we never send from another port).
             guard incoming.isFromMulticastDNSPort else { return }
-            for record in message.answers + message.additionals where self.isRelevant(record) {
+            // Addresses last: they are relevant only for hosts that an SRV (perhaps in this very
+            // message) names.
+            let records = message.answers + message.additionals
+            let isAddress = { (record: DNSResourceRecord) in record.type == .a || record.type == .aaaa }
+            for record in records.filter({ !isAddress($0) }) + records.filter(isAddress) where self.isRelevant(record, now: now) {
                 self.cache.insert(record, interfaceIndex: incoming.interfaceIndex, now: now, random: &self.random)
             }
         } else if !self.isOwn(incoming) {
@@ -138,16 +142,20 @@ struct BrowserMachine: Sendable {
         }
     }
 
-    /// Whether a record concerns a browsed type: a PTR of the type, or SRV/TXT/addresses of
-    /// names such a PTR points to. Others are not cached (bounded memory, nothing to report).
-    private func isRelevant(_ record: DNSResourceRecord) -> Bool {
+    /// Whether a record concerns a browsed type: a PTR of the type, SRV/TXT of an instance of
+    /// it, or an address of a host such an SRV names. Others are not cached (bounded memory,
+    /// nothing to report).
+    private func isRelevant(_ record: DNSResourceRecord, now: NIODeadline) -> Bool {
         switch record.data {
         case .ptr:
             return self.browses.keys.contains { $0.domainName == record.name }
         case .srv, .txt:
             return self.browses.keys.contains { record.name.parent == $0.domainName }
         case .a, .aaaa:
-            return true
+            return self.cache.entries.values.contains { entry in
+                if case .srv(_, _, _, let target) = entry.record.data { return target == record.name }
+                return false
+            }
         default:
             return false
         }
