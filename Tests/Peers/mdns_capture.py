@@ -15,11 +15,14 @@ sandbox's loopback) and turns IP_MULTICAST_ALL off, so it hears only that group 
 interface. IPv4 only.
 
 Output: one JSON object per line on stdout, flushed at once; every line has "event" and
-"mono_ns" (time.monotonic_ns(), CLOCK_MONOTONIC, taken right after the datagram was read).
+"mono_ns" (CLOCK_MONOTONIC, the clock of time.monotonic_ns() and of NIODeadline.now()). For a
+packet it is the kernel's receive time (SO_TIMESTAMPNS, taken on CLOCK_REALTIME and moved to
+CLOCK_MONOTONIC by the two clocks' offset read at that moment), so the time this process takes
+to decode earlier packets does not shift it; "read_mono_ns" is when this process read it.
 
   {"event":"listening","mono_ns","interface"}   once the socket has joined the group
-  {"event":"packet","mono_ns","source":"ip:port","ifindex","id","opcode","rcode",
-   "qr","aa","tc","own","agree","disagreements","questions":[...],
+  {"event":"packet","mono_ns","read_mono_ns","source":"ip:port","ifindex","id","opcode","rcode",
+   "qr","aa","tc","valid","own","agree","disagreements","questions":[...],
    "answers":[...],"authorities":[...],"additionals":[...],"hex"}
         one per datagram received. "own": the bytes are those of a query this process sent
         (multicast loops back to the sender). "agree": python-zeroconf's DNSIncoming and the
@@ -34,7 +37,8 @@ Output: one JSON object per line on stdout, flushed at once; every line has "eve
         sections as one list, so the raw parse tells which record sits in which section; the
         typed values come from python-zeroconf). Unknown types carry only the common fields.
         Names are as python-zeroconf decodes them, with the final dot ("x._t._udp.local.").
-  {"event":"sent","mono_ns","questions","answers","hex"}   for each --query, as sent
+  {"event":"sent","mono_ns","spec","questions","answers","hex"}   for each --query, as sent
+        ("spec": its arguments; "mono_ns": right after sendto returned)
   {"event":"query-skipped","spec"}   a --query whose trigger never came
   {"event":"stopped","mono_ns","packets"}   after S seconds (default 10); exit code 0
 
@@ -46,7 +50,8 @@ Output: one JSON object per line on stdout, flushed at once; every line has "eve
     zero, e.g. a service's first announcement for a PTR query of its type. KNOWN and TTL add a
     known answer (RFC 6762 §7.1): a PTR record NAME -> KNOWN with that TTL (only PTR known
     answers are supported; KNOWN is split into labels at dots). Repeatable. The packet is built
-    here byte by byte (ID 0, flags 0, no name compression).
+    here byte by byte (ID 0, flags 0, no name compression, class IN without the cache-flush bit,
+    RFC 6762 §10.2).
 
 Errors (bad arguments too) print {"event":"error","message":...} and exit with code 2. A SIGALRM
 watchdog ends the process S + 10 seconds after it started.
@@ -70,6 +75,7 @@ GROUP = "224.0.0.251"
 PORT = 5353
 IP_MULTICAST_ALL = 49  # Linux; not exported by Python's socket module
 IP_PKTINFO = getattr(socket, "IP_PKTINFO", 8)  # Linux value; missing from some Python builds
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux value (SCM_TIMESTAMPNS is the same)
 
 TYPE_NAMES = {1: "A", 2: "NS", 5: "CNAME", 12: "PTR", 13: "HINFO", 16: "TXT", 28: "AAAA", 33: "SRV", 47: "NSEC", 255: "ANY"}
 TYPE_CODES = {v: k for k, v in TYPE_NAMES.items()}
@@ -386,6 +392,19 @@ class Query:
         self.sent = False
 
 
+def clock_offset_ns() -> int:
+    """CLOCK_REALTIME minus CLOCK_MONOTONIC now (the smallest of a few readings' brackets)."""
+    best: tuple[int, int] | None = None
+    for _ in range(3):
+        before = time.monotonic_ns()
+        real = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        after = time.monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, real - (before + after) // 2)
+    assert best is not None
+    return best[1]
+
+
 def main(argv: list[str]) -> int:
     parser = _Parser(prog="mdns_capture.py", description="capture mDNS packets as JSON lines")
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -407,11 +426,15 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGALRM, watchdog)
     signal.alarm(int(args.seconds) + 10)
 
+    # Loaded now, not while the first packet waits to be timed and decoded.
+    zeroconf_view(bytes(12), ("127.0.0.1", PORT))
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
     sock.setsockopt(socket.IPPROTO_IP, IP_PKTINFO, 1)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.bind(("0.0.0.0", PORT))
     interface = socket.inet_aton(args.interface)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(GROUP) + interface)
@@ -450,15 +473,19 @@ def main(argv: list[str]) -> int:
         ready, _, _ = select.select([sock], [], [], max(0, wake - now) / 1e9)
         if not ready:
             continue
-        data, ancillary, _, source = sock.recvmsg(9000, socket.CMSG_SPACE(12))
-        received = time.monotonic_ns()
+        data, ancillary, _, source = sock.recvmsg(9000, socket.CMSG_SPACE(12) + socket.CMSG_SPACE(16))
+        read = time.monotonic_ns()
+        received = read
         ifindex = None
         for level, kind, value in ancillary:
             if level == socket.IPPROTO_IP and kind == IP_PKTINFO and len(value) >= 12:
                 ifindex = struct.unpack_from("=i", value, 0)[0]
+            elif level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+                seconds, nanoseconds = struct.unpack_from("=qq", value, 0)
+                received = min(read, seconds * 1_000_000_000 + nanoseconds - clock_offset_ns())
         fields = decode(data, source)
         count += 1
-        emit("packet", received, source=f"{source[0]}:{source[1]}", ifindex=ifindex, own=data in sent_packets, **fields, hex=data.hex())
+        emit("packet", received, read_mono_ns=read, source=f"{source[0]}:{source[1]}", ifindex=ifindex, own=data in sent_packets, **fields, hex=data.hex())
         if fields["qr"]:
             for q in queries:
                 if q.after_announce and q.due_ns is None and any(

@@ -60,6 +60,12 @@ enum MulticastSocket {
                 var request = ip_mreqn()
                 request.imr_multiaddr.s_addr = inet_addr(MulticastDNSAddress.ipv4Group)
                 request.imr_ifindex = CInt(interface.index)
+                // The interface's own address as well as its index: without it the kernel picks
+                // no source for link-scope multicast on an interface whose only address is
+                // host-scoped (127.0.0.1 on lo), and sends from 0.0.0.0.
+                if let address = interface.ipv4.first {
+                    withUnsafeMutableBytes(of: &request.imr_address.s_addr) { $0.copyBytes(from: address.array) }
+                }
                 try await provider.unsafeSetSocketOption(level: SocketOptionLevel(IPPROTO_IP), name: IP_ADD_MEMBERSHIP, value: request).get()
                 try await provider.unsafeSetSocketOption(level: SocketOptionLevel(IPPROTO_IP), name: IP_MULTICAST_IF, value: request).get()
                 try await provider.unsafeSetSocketOption(level: SocketOptionLevel(IPPROTO_IP), name: IP_MULTICAST_TTL, value: CInt(255)).get()

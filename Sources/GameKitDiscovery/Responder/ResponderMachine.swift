@@ -208,7 +208,13 @@ struct ResponderMachine: Sendable {
         for interface in self.interfaces.values.sorted(by: { $0.index < $1.index }) {
             if !probeNames.isEmpty {
                 let questions = probeNames.map { DNSQuestion(name: $0.claim, type: .any, unicastResponse: $0.first) }
-                let authorities = probeNames.flatMap { $0.records(interface) }
+                // The cache-flush bit belongs to responses (RFC 6762 §10.2); probes propose the
+                // records without it.
+                let authorities = probeNames.flatMap { $0.records(interface) }.map { record -> DNSResourceRecord in
+                    var proposed = record
+                    proposed.cacheFlush = false
+                    return proposed
+                }
                 for message in MessagePacker.queries(questions: questions, knownAnswers: [], authorities: authorities) {
                     self.outgoing.append(OutgoingMessage(message: message, interfaceIndex: interface.index, destination: .multicast))
                 }
