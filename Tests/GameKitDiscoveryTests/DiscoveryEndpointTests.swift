@@ -160,4 +160,51 @@ struct DiscoveryEndpointTests {
         try await channel.close()
         await endpoint.shutdown()
     }
+
+    @Test func aBrowserIteratedInPlaceKeepsBrowsing() async throws {
+        let endpoint = try await DiscoveryEndpoint.start(configuration: Self.configuration())
+        let type = try ServiceType("_inplace._udp")
+        _ = try endpoint.register(ServiceDescription(instanceName: "Here", serviceType: type, port: 4))
+        let found = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                // The browser is a temporary: only the loop's iterator holds it.
+                for await event in (try? endpoint.browse(type)).map({ AnyAsyncSequenceBox($0) }) ?? AnyAsyncSequenceBox(nil) {
+                    if case .found = event { return true }
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: 5_000_000_000)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(found)
+        await endpoint.shutdown()
+    }
+
+    @Test func registeredFailsAfterShutdownInsteadOfHanging() async throws {
+        let endpoint = try await DiscoveryEndpoint.start(configuration: Self.configuration())
+        let registration = try endpoint.register(ServiceDescription(instanceName: "Short-lived", serviceType: try ServiceType("_short._udp"), port: 5))
+        let waiting = Task { try await registration.registered() }
+        await endpoint.shutdown()
+        await #expect(throws: DiscoveryError.shutDown) { _ = try await waiting.value }
+        await #expect(throws: DiscoveryError.shutDown) { _ = try await registration.registered() }
+    }
+}
+
+/// Wraps an optional browser so a `for await` loop can iterate it as a temporary.
+struct AnyAsyncSequenceBox: AsyncSequence, Sendable {
+    typealias Element = BrowseEvent
+    let browser: ServiceBrowser?
+    init(_ browser: ServiceBrowser?) { self.browser = browser }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var base: ServiceBrowser.Iterator?
+        mutating func next() async -> BrowseEvent? { await self.base?.next() }
+    }
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: self.browser?.makeAsyncIterator()) }
 }

@@ -38,9 +38,13 @@ struct BrowserMachine: Sendable {
     /// 1 s, 2 s, 4 s, and no more until something new is heard.
     struct ResolveSchedule: Sendable {
         static let attempts = 4
-        var next: NIODeadline
+        /// Nil once every attempt is spent: no more queries until the instance resolves or goes.
+        var next: NIODeadline?
         var sent = 0
     }
+
+    /// Unresolved instances asked for per browsed type, at most (a bound against PTR floods).
+    static let maximumUnresolvedPerType = 64
 
     private(set) var browses: [ServiceType: QuerySchedule] = [:]
     private(set) var cache = RecordCache()
@@ -120,7 +124,7 @@ struct BrowserMachine: Sendable {
             }
         } else if !self.isOwn(incoming) {
             self.cache.observeQuery(message, interfaceIndex: incoming.interfaceIndex, now: now, interesting: self.isInteresting)
-            self.suppressDuplicateQuestions(message, now: now)
+            self.suppressDuplicateQuestions(message, interfaceIndex: incoming.interfaceIndex, now: now)
         }
         self.resolve(now: now)
     }
@@ -175,13 +179,16 @@ struct BrowserMachine: Sendable {
 
     /// §7.3: another host asked our browse question with all our known answers, so our next
     /// query can wait, if it was due in the second half of its interval.
-    private mutating func suppressDuplicateQuestions(_ message: DNSMessage, now: NIODeadline) {
+    private mutating func suppressDuplicateQuestions(_ message: DNSMessage, interfaceIndex: Int, now: NIODeadline) {
         guard !message.isTruncated, message.authorities.isEmpty else { return }
         for (type, schedule) in self.browses {
             let question = DNSQuestion(name: type.domainName, type: .ptr)
             guard message.questions.contains(where: { $0.name == question.name && ($0.type == .ptr || $0.type == .any) && !$0.unicastResponse }) else { continue }
             guard schedule.isInSecondHalf(now: now) else { continue }
-            let ours = self.interfaces.keys.flatMap { self.cache.knownAnswers(for: question, interfaceIndex: $0, now: now) }
+            // With one schedule for all interfaces, only a single-interface browser can rely on
+            // another host's query: on several links, one link's query says nothing of the others.
+            guard self.interfaces.count == 1, let index = self.interfaces.keys.first, index == interfaceIndex else { continue }
+            let ours = self.cache.knownAnswers(for: question, interfaceIndex: index, now: now)
             guard ours.allSatisfy({ known in message.answers.contains { $0.isSameRecord(as: known) } }) else { continue }
             var updated = schedule
             updated.sent(now: now)
@@ -192,7 +199,7 @@ struct BrowserMachine: Sendable {
     // MARK: - Time
 
     var nextDeadline: NIODeadline? {
-        var deadlines = self.browses.values.map(\.next) + self.resolving.values.map(\.next)
+        var deadlines = self.browses.values.map(\.next) + self.resolving.values.compactMap(\.next)
         if let cache = self.cache.nextDeadline(interesting: self.isInteresting) { deadlines.append(cache) }
         return deadlines.min()
     }
@@ -215,11 +222,11 @@ struct BrowserMachine: Sendable {
         for (index, question) in self.cache.takeDueRefreshes(now: now, interesting: self.isInteresting) where self.interfaces[index] != nil {
             ask(question, on: index)
         }
-        for (name, schedule) in self.resolving where schedule.next <= now {
+        for (name, schedule) in self.resolving where schedule.next.map({ $0 <= now }) ?? false {
             var updated = schedule
             updated.sent += 1
-            updated.next = now + .seconds(Int64(1) << (updated.sent - 1))
-            self.resolving[name] = updated.sent >= ResolveSchedule.attempts ? nil : updated
+            updated.next = updated.sent >= ResolveSchedule.attempts ? nil : now + .seconds(Int64(1) << (updated.sent - 1))
+            self.resolving[name] = updated
             for question in self.missingRecords(of: name, now: now) {
                 for index in self.interfaces.keys { ask(question, on: index) }
             }
@@ -272,7 +279,8 @@ struct BrowserMachine: Sendable {
             for name in names {
                 present.insert(name)
                 guard let instance = self.resolveInstance(name, type: type, now: now) else {
-                    if self.reported[name] == nil, self.resolving[name] == nil {
+                    if self.reported[name] == nil, self.resolving[name] == nil,
+                        self.resolving.keys.filter({ $0.parent == type.domainName }).count < Self.maximumUnresolvedPerType {
                         self.resolving[name] = ResolveSchedule(next: now)
                     }
                     continue
@@ -305,7 +313,11 @@ struct BrowserMachine: Sendable {
         else { return nil }
         var addresses: [ScopedAddress] = []
         let entries = (self.cache.live(name: target, type: .a, now: now) + self.cache.live(name: target, type: .aaaa, now: now))
-            .sorted { ($0.record.type.rawValue, $0.interfaceIndex, $0.received) < ($1.record.type.rawValue, $1.interfaceIndex, $1.received) }
+            .sorted { lhs, rhs in
+                (lhs.record.type.rawValue, lhs.interfaceIndex) != (rhs.record.type.rawValue, rhs.interfaceIndex)
+                    ? (lhs.record.type.rawValue, lhs.interfaceIndex) < (rhs.record.type.rawValue, rhs.interfaceIndex)
+                    : lhs.record.data.uncompressedBytes.lexicographicallyPrecedes(rhs.record.data.uncompressedBytes)
+            }
         for entry in entries {
             let address: IPAddress
             switch entry.record.data {

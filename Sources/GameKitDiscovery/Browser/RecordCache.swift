@@ -122,7 +122,7 @@ struct RecordCache: Sendable {
         for entry in self.entries.values {
             var candidates = [entry.expires]
             if interesting(entry), let refresh = entry.refreshPoints.first { candidates.append(refresh) }
-            if let first = entry.unansweredQueries.first, entry.unansweredQueries.count >= 2 {
+            if let first = entry.unansweredQueries.first, entry.unansweredQueries.count >= 2, !entry.isGoodbye {
                 candidates.append(first + Self.failureWindow)
             }
             for candidate in candidates where best.map({ candidate < $0 }) ?? true { best = candidate }
@@ -146,9 +146,14 @@ struct RecordCache: Sendable {
 
     /// Notes a query seen on an interface: live records it asks for but does not list as known
     /// answers count it as unanswered until they are heard again (§10.5).
+    ///
+    /// Only questions whose answer we would see count: QM questions (a QU answer may go by
+    /// unicast to the asker), in queries without TC (their known answers continue elsewhere) and
+    /// without an authority section (probes).
     mutating func observeQuery(_ message: DNSMessage, interfaceIndex: Int, now: NIODeadline, interesting: (Entry) -> Bool) {
+        guard !message.isTruncated, message.authorities.isEmpty else { return }
         for (key, var entry) in self.entries where key.interfaceIndex == interfaceIndex && !entry.isGoodbye && interesting(entry) {
-            guard message.questions.contains(where: { $0.isAnswered(by: entry.record) }),
+            guard message.questions.contains(where: { !$0.unicastResponse && $0.isAnswered(by: entry.record) }),
                 !message.answers.contains(where: { $0.isSameRecord(as: entry.record) })
             else { continue }
             entry.unansweredQueries.append(now)

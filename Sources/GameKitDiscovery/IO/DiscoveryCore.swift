@@ -25,9 +25,15 @@ final class DiscoveryCore: @unchecked Sendable {
     private var nextSubscriberToken: UInt64 = 0
     private var cycleRequested = false
     private var isShutDown = false
+    /// Browse events taken out of the machine outside a cycle (when a subscriber joins), to be
+    /// delivered first by the next cycle, in order.
+    private var queuedBrowseDeliveries: [(@Sendable (BrowseEvent) -> Void, BrowseEvent)] = []
+    /// Called once at shutdown (registrations waiting for their name are released).
+    private var shutdownHooks: [ServiceID: @Sendable () -> Void] = [:]
 
     // MARK: Event loop only
     private var sockets: [SocketKey: Channel] = [:]
+    private var socketSources: [SocketKey: IPv4Bytes] = [:]
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
     private var interfacePoll: RepeatedTask?
@@ -68,6 +74,11 @@ final class DiscoveryCore: @unchecked Sendable {
             return self.isShutDown
         }
         guard !alreadyShutDown else { return }
+        let hooks = self.lock.withLock { () -> [@Sendable () -> Void] in
+            defer { self.shutdownHooks = [:] }
+            return Array(self.shutdownHooks.values)
+        }
+        for hook in hooks { hook() }
         try? await self.eventLoop.flatSubmit { () -> EventLoopFuture<Void> in
             self.interfacePoll?.cancel()
             self.interfacePoll = nil
@@ -92,25 +103,45 @@ final class DiscoveryCore: @unchecked Sendable {
     private func refreshInterfaces() async throws {
         let interfaces = InterfaceEnumerator.selected(names: self.configuration.interfaceNames, environment: InterfaceEnumerator.processEnvironment())
         let unchanged = try await self.eventLoop.submit { interfaces == self.currentInterfaces }.get()
-        if unchanged { return }
+        if unchanged || self.lock.withLock({ self.isShutDown }) { return }
         var wanted: [SocketKey: NetworkInterface] = [:]
         for interface in interfaces {
             if self.configuration.useIPv4, !interface.ipv4.isEmpty { wanted[SocketKey(interfaceIndex: interface.index, family: .ipv4)] = interface }
             if self.configuration.useIPv6, !interface.ipv6.isEmpty { wanted[SocketKey(interfaceIndex: interface.index, family: .ipv6)] = interface }
         }
-        let existing = try await self.eventLoop.submit { Set(self.sockets.keys) }.get()
-        for key in existing where wanted[key] == nil {
-            if let channel = try await self.eventLoop.submit({ self.sockets.removeValue(forKey: key) }).get() {
+        // An IPv4 socket sends from the address it was opened with: reopen it when that changed.
+        let wantedSources = wanted.mapValues { $0.ipv4.first }
+        let existing = try await self.eventLoop.submit { () -> Set<SocketKey> in
+            Set(self.sockets.keys.filter { key in
+                key.family == .ipv6 || self.socketSources[key] == wantedSources[key] ?? nil
+            })
+        }.get()
+        let stale = try await self.eventLoop.submit { Set(self.sockets.keys) }.get().subtracting(existing)
+        for key in stale.union(Set(existing.filter { wanted[$0] == nil })) {
+            if let channel = try await self.eventLoop.submit({ () -> Channel? in
+                self.socketSources[key] = nil
+                return self.sockets.removeValue(forKey: key)
+            }).get() {
                 try? await channel.close()
             }
         }
+        var allOpened = true
         for (key, interface) in wanted where !existing.contains(key) {
             do {
                 let channel = try await MulticastSocket.open(family: key.family, interface: interface, port: self.configuration.port, eventLoop: self.eventLoop) {
                     DiscoveryChannelHandler(core: self, interfaceIndex: interface.index)
                 }
-                try await self.eventLoop.submit { self.sockets[key] = channel }.get()
+                // Shut down meanwhile: this socket must not outlive the endpoint.
+                if self.lock.withLock({ self.isShutDown }) {
+                    try? await channel.close()
+                    return
+                }
+                try await self.eventLoop.submit {
+                    self.sockets[key] = channel
+                    self.socketSources[key] = interface.ipv4.first
+                }.get()
             } catch {
+                allOpened = false
                 self.logger.warning("mDNS socket on \(interface.name) (\(key.family)) failed: \(error)")
             }
         }
@@ -118,8 +149,10 @@ final class DiscoveryCore: @unchecked Sendable {
             let indexes = Set(self.sockets.keys.map(\.interfaceIndex))
             return interfaces.filter { indexes.contains($0.index) }
         }.get()
+        let complete = allOpened
         try await self.eventLoop.submit {
-            self.currentInterfaces = interfaces
+            // After a failure the next poll tries again.
+            self.currentInterfaces = complete ? interfaces : []
             self.lock.withLock { self.machine.setInterfaces(active, now: .now()) }
             self.runCycle()
         }.get()
@@ -166,17 +199,33 @@ final class DiscoveryCore: @unchecked Sendable {
     /// first); returns the token that removes it.
     func subscribe(_ type: ServiceType, _ handler: @escaping @Sendable (BrowseEvent) -> Void) throws -> UInt64 {
         try self.perform { machine, now in
+            // Events the machine holds now belong to the existing subscribers; the newcomer
+            // starts from the instances known after them, reported as found. All go out, in
+            // this order, at the start of the next cycle.
+            self.queueBrowseEvents(machine.browser.takeEvents())
             self.nextSubscriberToken += 1
             let token = self.nextSubscriberToken
-            let known = machine.browser.reported.values.filter { $0.serviceType == type }
+            for instance in machine.browser.reported.values.filter({ $0.serviceType == type }).sorted(by: { $0.name.description < $1.name.description }) {
+                self.queuedBrowseDeliveries.append((handler, .found(instance)))
+            }
             self.browseSubscribers[type, default: [:]][token] = handler
             machine.browser.startBrowsing(type, now: now)
-            // Instances already resolved for another subscriber are reported to this one now.
-            if !known.isEmpty {
-                self.eventLoop.execute { for instance in known { handler(.found(instance)) } }
-            }
             return token
         }
+    }
+
+    /// Queues `events` for the subscribers of their types (lock held).
+    private func queueBrowseEvents(_ events: [BrowseEvent]) {
+        for event in events {
+            for handler in (self.browseSubscribers[event.instance.serviceType] ?? [:]).sorted(by: { $0.key < $1.key }).map(\.value) {
+                self.queuedBrowseDeliveries.append((handler, event))
+            }
+        }
+    }
+
+    /// Registers a closure to run once at shutdown.
+    func onShutdown(_ id: ServiceID, _ hook: (@Sendable () -> Void)?) {
+        self.lock.withLock { self.shutdownHooks[id] = hook }
     }
 
     func unsubscribe(_ type: ServiceType, token: UInt64) {
@@ -218,11 +267,9 @@ final class DiscoveryCore: @unchecked Sendable {
                 }
                 if let handler = self.serviceHandlers[id] { serviceEvents.append((handler, event)) }
             }
-            for event in self.machine.browser.takeEvents() {
-                for handler in (self.browseSubscribers[event.instance.serviceType] ?? [:]).sorted(by: { $0.key < $1.key }).map(\.value) {
-                    browseEvents.append((handler, event))
-                }
-            }
+            self.queueBrowseEvents(self.machine.browser.takeEvents())
+            browseEvents = self.queuedBrowseDeliveries
+            self.queuedBrowseDeliveries = []
             return self.machine.nextDeadline
         }
         _ = self.writeOutgoing()
@@ -295,7 +342,11 @@ final class DiscoveryChannelHandler: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = Self.unwrapInboundIn(data)
-        let index = envelope.metadata?.packetInfo?.interfaceIndex ?? self.interfaceIndex
+        let info = envelope.metadata?.packetInfo
+        // Linux filters IPv6 multicast by group only, not by the interface it was joined on, so
+        // a socket may hear another interface's traffic, which that interface's socket handles.
+        if let info, info.destinationAddress.isMulticast, info.interfaceIndex != self.interfaceIndex { return }
+        let index = info?.interfaceIndex ?? self.interfaceIndex
         self.core.receive(envelope.data, from: envelope.remoteAddress, interfaceIndex: index)
     }
 

@@ -57,6 +57,7 @@ public final class DiscoveryEndpoint: Sendable {
             registration.handle(event)
             onEvent?(event)
         }
+        self.core.onShutdown(id) { [weak registration] in registration?.releaseWaiters() }
         return registration
     }
 
@@ -108,7 +109,8 @@ public final class ServiceRegistration: Sendable {
     ///
     /// - Throws: `DiscoveryError.shutDown` if the service is withdrawn first.
     public func registered() async throws -> DNSName {
-        try await withCheckedThrowingContinuation { continuation in
+        guard self.core.read({ $0.responder.instanceName(of: self.id) }) != nil else { throw DiscoveryError.shutDown }
+        return try await withCheckedThrowingContinuation { continuation in
             let ready: DNSName? = self.state.withLockedValue { state in
                 if let name = state.registered { return name }
                 state.waiters.append(continuation)
@@ -127,6 +129,12 @@ public final class ServiceRegistration: Sendable {
     public func withdraw() {
         _ = try? self.core.perform { machine, now in machine.responder.unregister(self.id, now: now) }
         self.core.setServiceHandler(self.id, nil)
+        self.core.onShutdown(self.id, nil)
+        self.releaseWaiters()
+    }
+
+    /// Fails every `registered()` still waiting (withdrawn, or the endpoint shut down).
+    func releaseWaiters() {
         let waiters = self.state.withLockedValue { state in
             defer { state.waiters = [] }
             return state.waiters
@@ -210,7 +218,18 @@ public final class ServiceBrowser: AsyncSequence, Sendable {
         self.continuation.finish()
     }
 
-    public func makeAsyncIterator() -> AsyncStream<BrowseEvent>.Iterator {
-        self.stream.makeAsyncIterator()
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(base: self.stream.makeAsyncIterator(), browser: self)
+    }
+
+    /// Iterates the events. It keeps its browser alive, so that
+    /// `for await event in try endpoint.browse(type)` browses for as long as the loop runs.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncStream<BrowseEvent>.Iterator
+        let browser: ServiceBrowser
+
+        public mutating func next() async -> BrowseEvent? {
+            await self.base.next()
+        }
     }
 }

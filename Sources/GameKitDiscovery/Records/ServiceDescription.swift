@@ -30,6 +30,16 @@ public struct ServiceDescription: Sendable, Hashable {
 /// digits and hyphens, at least one letter, no hyphen at either end; RFC 6335 §5.1) and the
 /// transport (`_udp` or `_tcp`).
 public struct ServiceType: Sendable, Hashable, CustomStringConvertible {
+    /// Service types compare as DNS names do: without case.
+    public static func == (lhs: ServiceType, rhs: ServiceType) -> Bool {
+        lhs.isTCP == rhs.isTCP && lhs.name.lowercased() == rhs.name.lowercased()
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.name.lowercased())
+        hasher.combine(self.isTCP)
+    }
+
     /// The protocol name without its underscore, e.g. `chat`.
     public let name: String
     /// The transport: true for `_tcp`, false for `_udp`.

@@ -18,6 +18,8 @@ extension ResponderMachine {
         guard message.opcode == 0, message.responseCode == 0 else { return }
         guard self.interfaces[incoming.interfaceIndex] != nil else { return }
         if message.isResponse {
+            // §6: responses from a source port other than 5353 are silently ignored.
+            guard incoming.isFromMulticastDNSPort else { return }
             self.detectConflicts(in: message.answers + message.additionals, now: now)
             self.suppressDuplicateAnswers(message.answers, on: incoming.interfaceIndex)
         } else {
@@ -41,6 +43,12 @@ extension ResponderMachine {
         return records
     }
 
+    /// Whether every record is one we hold for `name` on some interface.
+    private func isOwn(_ records: [DNSResourceRecord], name: DNSName) -> Bool {
+        let own = self.ownRecords(forName: name)
+        return records.allSatisfy { record in own.contains { $0.isSameRecord(as: record) } }
+    }
+
     /// A response carrying a record for one of our unique names with data we do not have is a
     /// conflict: while probing, rename and probe again; once established, probe again (§9).
     private mutating func detectConflicts(in records: [DNSResourceRecord], now: NIODeadline) {
@@ -57,6 +65,8 @@ extension ResponderMachine {
             }
             for (id, service) in self.services where service.instanceName == record.name && (record.type == .srv || record.type == .txt) {
                 guard !self.ownRecords(forName: service.instanceName).contains(where: { $0.isSameRecord(as: record) }) else { continue }
+                // Our own previous TXT, still in flight when it was replaced, is no conflict.
+                if record.type == .txt, let changed = service.txtChanged, now - changed < .seconds(1) { continue }
                 if service.claim.isProbing {
                     self.renameService(id, now: now)
                 } else if record.cacheFlush {
@@ -76,7 +86,9 @@ extension ResponderMachine {
         guard !message.authorities.isEmpty, let interface = self.interfaces[interfaceIndex] else { return }
         if var host = self.host, host.isProbing, message.questions.contains(where: { $0.name == host.name }) {
             let theirs = message.authorities.filter { $0.name == host.name }
-            if !theirs.isEmpty, ProbeTieBreak.compare(ours: self.hostRecords(on: interface).filter { $0.type != .nsec }, theirs: theirs) == .theirsWins {
+            // Our own probe, heard on another interface of this host, carries that interface's
+            // addresses: records we hold ourselves are no contender.
+            if !theirs.isEmpty, !self.isOwn(theirs, name: host.name), ProbeTieBreak.compare(ours: self.hostRecords(on: interface).filter { $0.type != .nsec }, theirs: theirs) == .theirsWins {
                 host.deferToWinner(now: now)
                 self.setHostClaim(host)
             }
@@ -84,7 +96,7 @@ extension ResponderMachine {
         for (id, service) in self.services where service.claim.isProbing {
             guard message.questions.contains(where: { $0.name == service.instanceName }) else { continue }
             let theirs = message.authorities.filter { $0.name == service.instanceName }
-            guard !theirs.isEmpty else { continue }
+            guard !theirs.isEmpty, !self.isOwn(theirs, name: service.instanceName) else { continue }
             if ProbeTieBreak.compare(ours: self.uniqueServiceRecords(service, on: interface), theirs: theirs) == .theirsWins {
                 var claim = service.claim
                 claim.deferToWinner(now: now)
@@ -94,6 +106,16 @@ extension ResponderMachine {
     }
 
     // MARK: - Answering (RFC 6762 §6, §7)
+
+    /// Every record of established names on `interface`, as they would be sent now.
+    private func currentRecords(on interface: NetworkInterface) -> [DNSResourceRecord] {
+        var records: [DNSResourceRecord] = []
+        if self.host?.isEstablished == true { records += self.hostRecords(on: interface) }
+        for service in self.services.values where service.claim.isEstablished {
+            records += self.serviceRecords(service, on: interface)
+        }
+        return records
+    }
 
     /// The records that answer `question` on `interface` from names we have established.
     private func answers(to question: DNSQuestion, on interface: NetworkInterface) -> [DNSResourceRecord] {
@@ -130,10 +152,10 @@ extension ResponderMachine {
             case .ptr(let target):
                 for service in self.services.values where service.instanceName == target && service.claim.isEstablished {
                     add(self.serviceRecords(service, on: interface).filter { $0.name == target })
-                    add(self.hostRecords(on: interface))
+                    if self.host?.isEstablished == true { add(self.hostRecords(on: interface)) }
                 }
             case .srv:
-                add(self.hostRecords(on: interface))
+                if self.host?.isEstablished == true { add(self.hostRecords(on: interface)) }
             default:
                 break
             }
@@ -233,11 +255,16 @@ extension ResponderMachine {
         for (index, pending) in self.pendingResponses where pending.due <= now {
             self.pendingResponses[index] = nil
             let limit = pending.isProbeDefense ? Self.probeDefenseRateLimit : Self.multicastRateLimit
+            // Records withdrawn, replaced or renamed since the answer was queued are not sent.
+            guard let interface = self.interfaces[index] else { continue }
+            let current = self.currentRecords(on: interface)
+            let isCurrent = { (record: DNSResourceRecord) in current.contains { $0.isSameRecord(as: record) } }
             let answers = pending.answers.filter { record in
+                guard isCurrent(record) else { return false }
                 guard let last = self.lastMulticast[RecordKey(interfaceIndex: index, name: record.name, data: record.data)] else { return true }
                 return now - last >= limit
             }
-            self.sendMulticast(answers: answers, additionals: pending.additionals, on: index, now: now, countsForRateLimit: true)
+            self.sendMulticast(answers: answers, additionals: pending.additionals.filter(isCurrent), on: index, now: now, countsForRateLimit: true)
         }
     }
 }

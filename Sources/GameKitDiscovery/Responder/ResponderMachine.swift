@@ -14,6 +14,8 @@ struct ResponderMachine: Sendable {
         var renameCount = 1
         var claim: UniqueNameClaim
         var reportedRegistered = false
+        /// When the TXT record was last replaced.
+        var txtChanged: NIODeadline?
         /// Services wait for the host name to be established before announcing.
         var instanceName: DNSName { self.claim.name }
     }
@@ -75,6 +77,7 @@ struct ResponderMachine: Sendable {
     mutating func updateTXT(_ id: ServiceID, _ txt: TXTRecord, now: NIODeadline) {
         guard var service = self.services[id] else { return }
         service.description.txt = txt
+        service.txtChanged = now
         service.claim.reannounce(now: now)
         self.services[id] = service
     }
@@ -84,6 +87,11 @@ struct ResponderMachine: Sendable {
     mutating func unregister(_ id: ServiceID, now: NIODeadline) {
         guard let service = self.services.removeValue(forKey: id) else { return }
         let lastService = self.services.isEmpty
+        // Answers queued for it must not follow its goodbye (they are re-checked when sent, too).
+        for (index, var pending) in self.pendingResponses {
+            pending.answers.removeAll { $0.name == service.instanceName || $0.data == .ptr(service.instanceName) }
+            self.pendingResponses[index] = pending.answers.isEmpty ? nil : pending
+        }
         for interface in self.interfaces.values.sorted(by: { $0.index < $1.index }) {
             var records: [DNSResourceRecord] = []
             if service.claim.isEstablished {
@@ -184,10 +192,20 @@ struct ResponderMachine: Sendable {
             var service = self.services[id]!
             // A service that finished probing waits for the host name before it announces.
             // Its deadline moves to the host's, so that it is not left in the past.
-            if case .probing(let sent, let next) = service.claim.state, sent == UniqueNameClaim.probeCount, next <= now, !hostEstablished {
-                service.claim.state = .probing(sent: sent, next: max(now, self.host?.deadline ?? now + UniqueNameClaim.probeInterval))
-                self.services[id] = service
-                continue
+            if !hostEstablished, let next = service.claim.deadline, next <= now {
+                let postponed = max(now, self.host?.deadline ?? now + UniqueNameClaim.probeInterval)
+                switch service.claim.state {
+                case .probing(let sent, _) where sent == UniqueNameClaim.probeCount:
+                    service.claim.state = .probing(sent: sent, next: postponed)
+                    self.services[id] = service
+                    continue
+                case .announcing(let sent, _):
+                    service.claim.state = .announcing(sent: sent, next: postponed)
+                    self.services[id] = service
+                    continue
+                default:
+                    break
+                }
             }
             switch service.claim.advance(now: now) {
             case .probe(let first):
@@ -317,10 +335,10 @@ struct ResponderMachine: Sendable {
     mutating func renameService(_ id: ServiceID, now: NIODeadline) {
         guard var service = self.services[id] else { return }
         service.renameCount += 1
-        let label = "\(service.baseInstanceName) (\(service.renameCount))"
+        let suffix = " (\(service.renameCount))"
+        let base = PeerAdvertisement.prefix(of: service.baseInstanceName, maximumBytes: DNSName.maximumLabelLength - suffix.utf8.count)
         let type = service.description.serviceType.domainName
-        let name = (try? DNSName(instance: String(label.utf8.prefix(DNSName.maximumLabelLength)) ?? label, in: type))
-            ?? DNSName(validatedLabels: [Array("\(service.renameCount)".utf8)] + type.labels)
+        let name = DNSName(validatedLabels: [Array((base + suffix).utf8)] + type.labels)
         service.claim.conflict(renamingTo: name, now: now)
         service.reportedRegistered = false
         self.services[id] = service
@@ -332,6 +350,8 @@ struct ResponderMachine: Sendable {
         self.hostRenameCount += 1
         host.conflict(renamingTo: self.hostName(renameCount: self.hostRenameCount), now: now)
         self.host = host
+        // Their SRV records now name the new host: announce them again once it is established.
+        for id in self.services.keys { self.services[id]!.claim.reannounce(now: now) }
     }
 
     mutating func setHostClaim(_ claim: UniqueNameClaim) { self.host = claim }

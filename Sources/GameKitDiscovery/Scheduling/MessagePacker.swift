@@ -38,12 +38,23 @@ enum MessagePacker {
     }
 
     /// Queries for `questions` with `authorities` (probes) in the first message and
-    /// `knownAnswers` spread over as many messages as needed, TC set on all but the last.
+    /// `knownAnswers` spread over as many messages as needed, TC set on every message whose
+    /// known answers continue in the next (RFC 6762 §7.2). Questions that do not fit one message
+    /// are spread over several queries.
     static func queries(questions: [DNSQuestion], knownAnswers: [DNSResourceRecord], authorities: [DNSResourceRecord] = []) -> [DNSMessage] {
         var messages: [DNSMessage] = []
-        var current = DNSMessage(isResponse: false, questions: questions, authorities: authorities)
-        var size = headerSize + questions.reduce(0) { $0 + $1.name.wireLength + 4 }
-            + authorities.reduce(0) { $0 + $1.encodedSizeEstimate }
+        var current = DNSMessage(isResponse: false, authorities: authorities)
+        var size = headerSize + authorities.reduce(0) { $0 + $1.encodedSizeEstimate }
+        for question in questions {
+            let questionSize = question.name.wireLength + 4
+            if size + questionSize > limit, !current.questions.isEmpty {
+                messages.append(current)
+                current = DNSMessage(isResponse: false)
+                size = headerSize
+            }
+            current.questions.append(question)
+            size += questionSize
+        }
         for record in knownAnswers {
             let recordSize = record.encodedSizeEstimate
             if size + recordSize > limit, !(current.answers.isEmpty && current.questions.isEmpty) {
