@@ -125,4 +125,21 @@ struct ReviewRegressionTests {
         #expect(messages.flatMap(\.questions) == questions)
         #expect(messages.allSatisfy { $0.encoded().readableBytes <= MessagePacker.limit })
     }
+
+    @Test func aFloodOfPointersStaysBoundedAndEveryQueryFitsADatagram() {
+        var link = VirtualLink()
+        link.addNode()
+        link.with(0) { machine, now in machine.browser.startBrowsing(Self.chat, now: now) }
+        for packet in 0..<20 {
+            let records = (0..<200).map { index in
+                DNSResourceRecord(name: Self.chat.domainName, data: .ptr(try! DNSName("flood-\(packet)-\(index)._chat._udp.local")), ttl: 4500)
+            }
+            link.inject(DNSMessage(isResponse: true, answers: records), from: Self.foreign)
+        }
+        link.run(for: .seconds(10))
+        let asked = Set(link.sent(by: 0).flatMap(\.message.questions).filter { $0.type == .srv }.map(\.name))
+        #expect(asked.count == BrowserMachine.maximumUnresolvedPerType)
+        #expect(link.sent(by: 0).allSatisfy { $0.bytes.readableBytes <= MessagePacker.limit })
+        #expect(link.nodes[0].machine.browser.cache.entries.count <= RecordCache.capacity)
+    }
 }

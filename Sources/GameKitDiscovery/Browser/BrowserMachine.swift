@@ -119,14 +119,26 @@ struct BrowserMachine: Sendable {
             // message) names.
             let records = message.answers + message.additionals
             let isAddress = { (record: DNSResourceRecord) in record.type == .a || record.type == .aaaa }
-            for record in records.filter({ !isAddress($0) }) + records.filter(isAddress) where self.isRelevant(record, now: now) {
-                self.cache.insert(record, interfaceIndex: incoming.interfaceIndex, now: now, random: &self.random)
+            // Resolution is recomputed only when the set of records changed (a refresh of a
+            // record already held changes nothing anyone reports).
+            var changed = false
+            for record in records.filter({ !isAddress($0) }) where self.isRelevant(record) {
+                let change = self.cache.insert(record, interfaceIndex: incoming.interfaceIndex, now: now, random: &self.random)
+                changed = changed || change == .added || change == .goodbye
             }
+            let addresses = records.filter(isAddress)
+            if !addresses.isEmpty {
+                let targets = self.cache.srvTargets
+                for record in addresses where targets.contains(record.name) {
+                    let change = self.cache.insert(record, interfaceIndex: incoming.interfaceIndex, now: now, random: &self.random)
+                    changed = changed || change == .added || change == .goodbye
+                }
+            }
+            if changed { self.resolve(now: now) }
         } else if !self.isOwn(incoming) {
             self.cache.observeQuery(message, interfaceIndex: incoming.interfaceIndex, now: now, interesting: self.isInteresting)
             self.suppressDuplicateQuestions(message, interfaceIndex: incoming.interfaceIndex, now: now)
         }
-        self.resolve(now: now)
     }
 
     /// Whether a query came from this host's port 5353: our own queries looped back (or another
@@ -149,17 +161,14 @@ struct BrowserMachine: Sendable {
     /// Whether a record concerns a browsed type: a PTR of the type, SRV/TXT of an instance of
     /// it, or an address of a host such an SRV names. Others are not cached (bounded memory,
     /// nothing to report).
-    private func isRelevant(_ record: DNSResourceRecord, now: NIODeadline) -> Bool {
+    private func isRelevant(_ record: DNSResourceRecord) -> Bool {
         switch record.data {
         case .ptr:
             return self.browses.keys.contains { $0.domainName == record.name }
         case .srv, .txt:
             return self.browses.keys.contains { record.name.parent == $0.domainName }
         case .a, .aaaa:
-            return self.cache.entries.values.contains { entry in
-                if case .srv(_, _, _, let target) = entry.record.data { return target == record.name }
-                return false
-            }
+            return self.cache.srvTargets.contains(record.name)
         default:
             return false
         }
@@ -207,7 +216,7 @@ struct BrowserMachine: Sendable {
     /// Sends due queries and refreshes, expires records, and reports what changed.
     mutating func advance(now: NIODeadline) {
         self.cache.flushUnanswered(now: now)
-        _ = self.cache.expire(now: now)
+        let expired = !self.cache.expire(now: now).isEmpty
 
         var questions: [Int: [DNSQuestion]] = [:]
         func ask(_ question: DNSQuestion, on index: Int) {
@@ -237,7 +246,7 @@ struct BrowserMachine: Sendable {
                 self.outgoing.append(OutgoingMessage(message: message, interfaceIndex: index, destination: .multicast))
             }
         }
-        self.resolve(now: now)
+        if expired { self.resolve(now: now) }
     }
 
     mutating func takeOutgoing() -> [OutgoingMessage] {
@@ -273,15 +282,17 @@ struct BrowserMachine: Sendable {
         var present: Set<DNSName> = []
         for type in self.browses.keys.sorted(by: { $0.description < $1.description }) {
             var names: [DNSName] = []
+            var seen: Set<DNSName> = []
             for entry in self.cache.live(name: type.domainName, type: .ptr, now: now) {
-                if case .ptr(let target) = entry.record.data, target.parent == type.domainName, !names.contains(target) { names.append(target) }
+                if case .ptr(let target) = entry.record.data, target.parent == type.domainName, seen.insert(target).inserted { names.append(target) }
             }
+            var unresolved = self.resolving.keys.reduce(0) { $0 + ($1.parent == type.domainName ? 1 : 0) }
             for name in names {
                 present.insert(name)
                 guard let instance = self.resolveInstance(name, type: type, now: now) else {
-                    if self.reported[name] == nil, self.resolving[name] == nil,
-                        self.resolving.keys.filter({ $0.parent == type.domainName }).count < Self.maximumUnresolvedPerType {
+                    if self.reported[name] == nil, self.resolving[name] == nil, unresolved < Self.maximumUnresolvedPerType {
                         self.resolving[name] = ResolveSchedule(next: now)
+                        unresolved += 1
                     }
                     continue
                 }

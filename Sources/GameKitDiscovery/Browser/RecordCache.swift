@@ -45,6 +45,14 @@ struct RecordCache: Sendable {
 
     private(set) var entries: [Key: Entry] = [:]
 
+    struct NameAndType: Hashable, Sendable {
+        var name: DNSName
+        var type: DNSRecordType
+    }
+
+    /// The keys of each name and type: lookups by name stay cheap when the cache is full.
+    private var index: [NameAndType: Set<Key>] = [:]
+
     /// What a received record changed.
     enum Change: Equatable { case added, refreshed, goodbye, ignored }
 
@@ -64,9 +72,10 @@ struct RecordCache: Sendable {
         }
         if record.cacheFlush {
             // §10.2: other records of this name and type from more than a second ago go too.
-            for (otherKey, var other) in self.entries
-            where otherKey != key && otherKey.interfaceIndex == interfaceIndex && otherKey.name == record.name
-                && other.record.type == record.type && other.received + Self.lingering <= now && other.expires > now + Self.lingering {
+            for otherKey in self.index[NameAndType(name: record.name, type: record.type)] ?? [] {
+                guard var other = self.entries[otherKey], otherKey != key, otherKey.interfaceIndex == interfaceIndex,
+                    other.received + Self.lingering <= now, other.expires > now + Self.lingering
+                else { continue }
                 other.expires = now + Self.lingering
                 other.refreshPoints = []
                 self.entries[otherKey] = other
@@ -80,6 +89,7 @@ struct RecordCache: Sendable {
             return now + .nanoseconds(Int64(Double(ttl.nanoseconds) * jittered))
         }
         self.entries[key] = Entry(record: stored, interfaceIndex: interfaceIndex, received: now, expires: now + ttl, isGoodbye: false, refreshPoints: points)
+        self.index[NameAndType(name: record.name, type: record.type), default: []].insert(key)
         return existed ? .refreshed : .added
     }
 
@@ -88,19 +98,45 @@ struct RecordCache: Sendable {
         var removed: [Entry] = []
         for (key, entry) in self.entries where entry.expires <= now {
             removed.append(entry)
-            self.entries[key] = nil
+            self.remove(key, type: entry.record.type)
         }
         return removed
     }
 
     /// Drops everything learned on an interface that went away (§10.4).
     mutating func removeInterface(_ index: Int) {
-        self.entries = self.entries.filter { $0.key.interfaceIndex != index }
+        for (key, entry) in self.entries where key.interfaceIndex == index {
+            self.remove(key, type: entry.record.type)
+        }
+    }
+
+    private mutating func remove(_ key: Key, type: DNSRecordType) {
+        self.entries[key] = nil
+        let indexKey = NameAndType(name: key.name, type: type)
+        self.index[indexKey]?.remove(key)
+        if self.index[indexKey]?.isEmpty ?? false { self.index[indexKey] = nil }
     }
 
     /// Live (not goodbye, not expired) records of `name` and `type`, on every interface.
     func live(name: DNSName, type: DNSRecordType, now: NIODeadline) -> [Entry] {
-        self.entries.values.filter { $0.record.name == name && $0.record.type == type && !$0.isGoodbye && $0.expires > now }
+        (self.index[NameAndType(name: name, type: type)] ?? []).compactMap { self.entries[$0] }
+            .filter { !$0.isGoodbye && $0.expires > now }
+    }
+
+    /// The hosts the cached SRV records name.
+    var srvTargets: Set<DNSName> {
+        var targets: Set<DNSName> = []
+        for (key, keys) in self.index where key.type == .srv {
+            for entryKey in keys {
+                if case .srv(_, _, _, let target) = entryKey.data { targets.insert(target) }
+            }
+        }
+        return targets
+    }
+
+    /// Whether any record (live or not) of `name` and `type` is cached.
+    func contains(name: DNSName, type: DNSRecordType) -> Bool {
+        self.index[NameAndType(name: name, type: type)] != nil
     }
 
     /// Live records answering `question` on an interface with more than half their TTL left:
