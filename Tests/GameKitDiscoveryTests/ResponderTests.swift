@@ -123,7 +123,7 @@ struct ResponderTests {
         #expect(link.log.isEmpty == !answered)
     }
 
-    @Test func aRecordIsMulticastAtMostOnceASecond() {
+    @Test func aRecordIsMulticastAtMostOnceASecondAndALaterQueryIsAnsweredWhenTheSecondHasPassed() {
         var (link, _) = Self.registered()
         link.run(for: .seconds(10))
         link.log.removeAll()
@@ -131,13 +131,37 @@ struct ResponderTests {
         let query = DNSMessage(isResponse: false, questions: [DNSQuestion(name: Self.chat.domainName, type: .ptr)])
         link.inject(query, from: querier)
         link.run(for: .milliseconds(300))
-        link.inject(query, from: querier)
-        link.run(for: .milliseconds(300))
         #expect(link.log.count == 1)
-        link.run(for: .milliseconds(600))
+        let first = link.log[0].time
         link.inject(query, from: querier)
+        link.run(for: .milliseconds(600))
+        #expect(link.log.count == 1)  // not again within the second…
         link.run(for: .milliseconds(300))
-        #expect(link.log.count == 2)
+        #expect(link.log.count == 2)  // …but as soon as it has passed
+        #expect(link.log[1].time - first == .seconds(1))
+        #expect(link.log[1].message.answers.map(\.type) == [.ptr])
+    }
+
+    @Test func knownAnswersInTheContinuationOfATruncatedQuerySuppressAnswers() {
+        var (link, _) = Self.registered()
+        link.run(for: .seconds(10))
+        link.log.removeAll()
+        let querier = try! SocketAddress(ipAddress: "10.0.0.99", port: 5353)
+        var query = DNSMessage(isResponse: false, questions: [DNSQuestion(name: Self.chat.domainName, type: .ptr)])
+        query.isTruncated = true
+        link.inject(query, from: querier)
+        // The continuation: no questions, our PTR among the known answers.
+        let known = DNSResourceRecord(name: Self.chat.domainName, data: .ptr(try! DNSName("Alice._chat._udp.local")), ttl: 4500)
+        link.run(for: .milliseconds(100))
+        link.inject(DNSMessage(isResponse: false, answers: [known]), from: querier)
+        link.run(for: .seconds(1))
+        #expect(link.log.isEmpty)
+        // Without the continuation, the answer comes 400–500 ms after the truncated query.
+        link.inject(query, from: querier)
+        let asked = link.now
+        link.run(for: .seconds(1))
+        #expect(link.log.count == 1)
+        #expect(link.log.first.map { $0.time - asked >= .milliseconds(400) && $0.time - asked <= .milliseconds(500) } == true)
     }
 
     @Test func duplicateAnswerSuppressionDropsAnAnswerAnotherResponderJustGave() {

@@ -165,7 +165,11 @@ extension ResponderMachine {
 
     private mutating func answer(_ incoming: IncomingMessage, now: NIODeadline) {
         let message = incoming.message
-        guard let interface = self.interfaces[incoming.interfaceIndex], !message.questions.isEmpty else { return }
+        guard let interface = self.interfaces[incoming.interfaceIndex] else { return }
+        guard !message.questions.isEmpty else {
+            self.applyContinuedKnownAnswers(incoming)
+            return
+        }
         let isProbe = !message.authorities.isEmpty
         var multicastAnswers: [DNSResourceRecord] = []
         var unicastAnswers: [DNSResourceRecord] = []
@@ -200,6 +204,7 @@ extension ResponderMachine {
         var pending = self.pendingResponses[interface.index] ?? PendingResponse(due: now + delay, answers: [], additionals: [], isProbeDefense: false)
         pending.due = min(pending.due, now + delay)
         pending.isProbeDefense = pending.isProbeDefense || isProbe
+        if message.isTruncated, !pending.truncatedQueriers.contains(incoming.source) { pending.truncatedQueriers.append(incoming.source) }
         for record in multicastAnswers where !pending.answers.contains(where: { $0.isSameRecord(as: record) }) {
             pending.answers.append(record)
         }
@@ -241,6 +246,15 @@ extension ResponderMachine {
         }
     }
 
+    /// A continuation of a truncated query (§7.2): a packet without questions whose answers are
+    /// more of the querier's known answers. They suppress answers still pending for it.
+    private mutating func applyContinuedKnownAnswers(_ incoming: IncomingMessage) {
+        guard var pending = self.pendingResponses[incoming.interfaceIndex], pending.truncatedQueriers.contains(incoming.source) else { return }
+        let known = incoming.message.answers
+        pending.answers.removeAll { ours in known.contains { $0.isSameRecord(as: ours) && $0.ttl >= ours.ttl / 2 } }
+        self.pendingResponses[incoming.interfaceIndex] = pending.answers.isEmpty ? nil : pending
+    }
+
     /// Duplicate-answer suppression (§7.4): another responder just multicast a record we were
     /// about to send, with at least half our TTL, so ours is dropped.
     private mutating func suppressDuplicateAnswers(_ answers: [DNSResourceRecord], on interfaceIndex: Int) {
@@ -259,12 +273,22 @@ extension ResponderMachine {
             guard let interface = self.interfaces[index] else { continue }
             let current = self.currentRecords(on: interface)
             let isCurrent = { (record: DNSResourceRecord) in current.contains { $0.isSameRecord(as: record) } }
-            let answers = pending.answers.filter { record in
-                guard isCurrent(record) else { return false }
-                guard let last = self.lastMulticast[RecordKey(interfaceIndex: index, name: record.name, data: record.data)] else { return true }
-                return now - last >= limit
+            var answers: [DNSResourceRecord] = []
+            var deferred: [DNSResourceRecord] = []
+            var resume: NIODeadline?
+            for record in pending.answers where isCurrent(record) {
+                if let last = self.lastMulticast[RecordKey(interfaceIndex: index, name: record.name, data: record.data)], now - last < limit {
+                    // Multicast less than the limit ago: it goes when the limit allows, not now.
+                    deferred.append(record)
+                    resume = min(resume ?? last + limit, last + limit)
+                } else {
+                    answers.append(record)
+                }
             }
             self.sendMulticast(answers: answers, additionals: pending.additionals.filter(isCurrent), on: index, now: now, countsForRateLimit: true)
+            if let resume, !deferred.isEmpty {
+                self.pendingResponses[index] = PendingResponse(due: resume, answers: deferred, additionals: self.additionals(for: deferred, on: interface), isProbeDefense: pending.isProbeDefense)
+            }
         }
     }
 }

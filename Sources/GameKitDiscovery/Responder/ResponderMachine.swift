@@ -47,6 +47,9 @@ struct ResponderMachine: Sendable {
         var answers: [DNSResourceRecord]
         var additionals: [DNSResourceRecord]
         var isProbeDefense: Bool
+        /// Queriers whose truncated queries (TC) this response waits for: the known answers in
+        /// their continuation packets still suppress answers (RFC 6762 §7.2).
+        var truncatedQueriers: [SocketAddress] = []
     }
 
     /// - Parameter hostLabel: the first label of the host name, e.g. `alice-pc-3f2a`.
