@@ -142,4 +142,20 @@ struct ReviewRegressionTests {
         #expect(link.sent(by: 0).allSatisfy { $0.bytes.readableBytes <= MessagePacker.limit })
         #expect(link.nodes[0].machine.browser.cache.entries.count <= RecordCache.capacity)
     }
+
+    @Test func unicastRepliesAreRateLimitedAgainstAmplification() {
+        var (link, _) = ResponderTests.registered()
+        link.run(for: .seconds(10))
+        link.log.removeAll()
+        let question = DNSQuestion(name: try! DNSName("Alice._chat._udp.local"), type: .srv)
+        // 100 legacy queries from forged sources within one instant: at most the burst is answered.
+        for index in 0..<100 {
+            link.inject(DNSMessage(id: UInt16(index), isResponse: false, questions: [question]), from: try! SocketAddress(ipAddress: "10.9.\(index / 250).\(index % 250 + 1)", port: 40000))
+        }
+        #expect(link.log.count == Int(ResponderMachine.unicastReplyBurst))
+        // The budget refills with time.
+        link.run(for: .seconds(1))
+        link.inject(DNSMessage(id: 1, isResponse: false, questions: [question]), from: try! SocketAddress(ipAddress: "10.9.9.9", port: 40000))
+        #expect(link.log.count == Int(ResponderMachine.unicastReplyBurst) + 1)
+    }
 }

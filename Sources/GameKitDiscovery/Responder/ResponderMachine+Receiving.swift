@@ -187,7 +187,7 @@ extension ResponderMachine {
             }
         }
 
-        if !unicastAnswers.isEmpty {
+        if !unicastAnswers.isEmpty, self.takeUnicastToken(on: interface.index, now: now) {
             self.sendUnicast(unicastAnswers, to: incoming, interface: interface)
         }
         guard !multicastAnswers.isEmpty else { return }
@@ -220,6 +220,19 @@ extension ResponderMachine {
     private func wasRecentlyMulticast(_ record: DNSResourceRecord, on interfaceIndex: Int, within ttl: UInt32, now: NIODeadline) -> Bool {
         guard let last = self.lastMulticast[RecordKey(interfaceIndex: interfaceIndex, name: record.name, data: record.data)] else { return false }
         return now - last < .seconds(Int64(ttl) / 4)
+    }
+
+    /// Takes one unicast reply from the interface's budget; false when it is spent (the querier
+    /// asks again, or hears the multicast answers others trigger).
+    private mutating func takeUnicastToken(on interfaceIndex: Int, now: NIODeadline) -> Bool {
+        var budget = self.unicastBudget[interfaceIndex] ?? (Self.unicastReplyBurst, now)
+        let elapsed = Double((now - budget.updated).nanoseconds) / 1e9
+        budget.tokens = min(Self.unicastReplyBurst, budget.tokens + max(0, elapsed) * Self.unicastRepliesPerSecond)
+        budget.updated = now
+        let allowed = budget.tokens >= 1
+        if allowed { budget.tokens -= 1 }
+        self.unicastBudget[interfaceIndex] = budget
+        return allowed
     }
 
     /// A unicast reply. To a legacy querier (source port not 5353) it is a conventional DNS

@@ -32,6 +32,12 @@ struct ResponderMachine: Sendable {
     var lastMulticast: [RecordKey: NIODeadline] = [:]
     /// Delayed multicast answers per interface, aggregated until they are due.
     var pendingResponses: [Int: PendingResponse] = [:]
+    /// Unicast replies allowed per interface (a token bucket): a reply is larger than the query
+    /// that asks for it, so a flood of queries with forged sources must not turn this host into
+    /// an amplifier.
+    var unicastBudget: [Int: (tokens: Double, updated: NIODeadline)] = [:]
+    static let unicastRepliesPerSecond = 20.0
+    static let unicastReplyBurst = 20.0
 
     var outgoing: [OutgoingMessage] = []
     var events: [ResponderEvent] = []
