@@ -129,6 +129,13 @@ struct DiscoveryEndpointTests {
         #expect(throws: DiscoveryError.self) {
             _ = try endpoint.register(ServiceDescription(instanceName: "", serviceType: type, port: 1))
         }
+        // A TXT record too large for a packet is refused, not sent (nor crashing the encoder).
+        let huge = try TXTRecord(strings: (0..<40).map { _ in [UInt8](repeating: 0x61, count: 250) })
+        #expect(throws: DiscoveryError.self) {
+            _ = try endpoint.register(ServiceDescription(instanceName: "Huge", serviceType: type, port: 1, txt: huge))
+        }
+        let fine = try endpoint.register(ServiceDescription(instanceName: "Fine", serviceType: type, port: 1))
+        #expect(throws: DiscoveryError.self) { try fine.updateTXT(huge) }
         await endpoint.shutdown()
         #expect(throws: DiscoveryError.shutDown) {
             _ = try endpoint.register(ServiceDescription(instanceName: "Late", serviceType: type, port: 1))

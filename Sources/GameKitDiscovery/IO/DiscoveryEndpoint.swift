@@ -45,6 +45,9 @@ public final class DiscoveryEndpoint: Sendable {
     /// - Throws: `DiscoveryError.invalidService` when the instance name does not fit a label;
     ///   `DiscoveryError.shutDown` after `shutdown()`.
     public func register(_ service: ServiceDescription, onEvent: (@Sendable (ResponderEvent) -> Void)? = nil) throws -> ServiceRegistration {
+        guard service.txt.wireLength <= TXTRecord.maximumWireLength else {
+            throw DiscoveryError.invalidService("TXT record of \(service.txt.wireLength) bytes (at most \(TXTRecord.maximumWireLength))")
+        }
         let id = try self.core.perform { machine, now in
             do {
                 return try machine.responder.register(service, now: now)
@@ -121,7 +124,13 @@ public final class ServiceRegistration: Sendable {
     }
 
     /// Replaces the TXT record; the new one is announced.
+    ///
+    /// - Throws: `DiscoveryError.invalidService` for a record over `TXTRecord.maximumWireLength`
+    ///   bytes; `DiscoveryError.shutDown` after shutdown.
     public func updateTXT(_ txt: TXTRecord) throws {
+        guard txt.wireLength <= TXTRecord.maximumWireLength else {
+            throw DiscoveryError.invalidService("TXT record of \(txt.wireLength) bytes (at most \(TXTRecord.maximumWireLength))")
+        }
         try self.core.perform { machine, now in machine.responder.updateTXT(self.id, txt, now: now) }
     }
 

@@ -13,8 +13,8 @@ public struct ServiceDescription: Sendable, Hashable {
     public var port: UInt16
     /// The TXT record's strings, in order.
     public var txt: TXTRecord
-    /// Addresses to advertise for the host on every interface; nil (the default) advertises
-    /// each interface's own addresses on that interface.
+    /// Addresses to advertise for the host on every interface, in addition to each interface's
+    /// own addresses (which are always advertised on that interface). Nil: only those.
     public var addresses: [IPAddress]?
 
     public init(instanceName: String, serviceType: ServiceType, port: UInt16, txt: TXTRecord = TXTRecord(), addresses: [IPAddress]? = nil) {

@@ -59,6 +59,10 @@ public struct TXTRecord: Sendable, Hashable, CustomStringConvertible {
         self.bytes(for: key).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// The largest TXT record a service may carry: it must fit one packet with the service's
+    /// other records (RFC 6763 §6.2 advises staying under 1300 bytes; 8900 is the hard limit here).
+    public static let maximumWireLength = 8900
+
     /// The number of bytes of the record's data on the wire (one zero byte when empty).
     public var wireLength: Int {
         self.strings.isEmpty ? 1 : self.strings.reduce(0) { $0 + 1 + $1.count }

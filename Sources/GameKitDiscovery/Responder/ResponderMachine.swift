@@ -279,12 +279,7 @@ struct ResponderMachine: Sendable {
         return DNSName(validatedLabels: [Array(label.utf8.prefix(DNSName.maximumLabelLength))] + WellKnownName.local.labels)
     }
 
-    /// The addresses a service advertises on `interface`.
-    func addresses(of service: ServiceDescription?, on interface: NetworkInterface) -> [IPAddress] {
-        service?.addresses ?? interface.addresses
-    }
-
-    /// The host's address records on `interface` (the interface's own addresses, or those the
+    /// The host's address records on `interface` (the interface's own addresses, plus any the
     /// services name), plus an NSEC saying which address types exist.
     func hostRecords(on interface: NetworkInterface, name: DNSName? = nil) -> [DNSResourceRecord] {
         guard let host = name ?? self.host?.name else { return [] }
@@ -335,6 +330,12 @@ struct ResponderMachine: Sendable {
         if countsForRateLimit {
             for record in answers {
                 self.lastMulticast[RecordKey(interfaceIndex: interfaceIndex, name: record.name, data: record.data)] = now
+            }
+            // Older entries serve neither the rate limit nor the QU rule (a quarter of the
+            // longest TTL): drop them, so replaced records do not accumulate.
+            if self.lastMulticast.count > 256 {
+                let horizon = TimeAmount.seconds(Int64(RecordTTL.other / 4))
+                self.lastMulticast = self.lastMulticast.filter { now - $0.value < horizon }
             }
         }
     }
