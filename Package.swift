@@ -61,7 +61,12 @@ let package = Package(
         // MARK: - Public Game Kit API
         .target(
             name: "OpenGameKit",
-            dependencies: ["GameKitTransport", "GameKitDiscovery"]
+            dependencies: [
+                "GameKitTransport",
+                "GameKitDiscovery",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .target(
             name: "OpenGameKitVoice",
@@ -129,6 +134,13 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "OpenGameKitTests",
+            dependencies: [
+                "OpenGameKit",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

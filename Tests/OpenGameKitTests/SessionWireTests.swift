@@ -1,0 +1,78 @@
+import NIOCore
+import Testing
+
+@testable import OpenGameKit
+
+@Suite("Session wire: handshake payloads and link messages")
+struct SessionWireTests {
+    @Test func aHelloRoundTripsAndIsPaddedToLeaveRoomForAnyWelcome() throws {
+        let hello = SessionHello(sessionKey: SessionHello.sessionKey(for: "chess"), peerID: 4_294_967_295, mode: 2, displayName: "Alice")
+        let bytes = hello.encode()
+        #expect(bytes.readableBytes == SessionHello.paddedSize)
+        #expect(SessionWelcome.maximumSize <= SessionHello.paddedSize)
+        #expect(try SessionHello.decode(bytes) == hello)
+        let longest = SessionWelcome(peerID: 1, displayName: String(repeating: "é", count: 200))
+        #expect(longest.encode().readableBytes <= SessionWelcome.maximumSize)
+        #expect(try SessionWelcome.decode(longest.encode()).displayName == String(repeating: "é", count: 127))
+    }
+
+    @Test func theSessionKeyIsTheFirstEightBytesOfSHA256() {
+        // python3 -c "import hashlib; print(hashlib.sha256(b'chess').hexdigest()[:16])"
+        #expect(SessionHello.sessionKey(for: "chess") == 0xAC73_9DCC_D121_F712)
+        #expect(SessionHello.sessionKey(for: "chess") != SessionHello.sessionKey(for: "Chess"))
+    }
+
+    @Test func everyLinkMessageRoundTrips() throws {
+        let messages: [SessionMessage] = [
+            .data(ByteBuffer(string: "hello")),
+            .data(ByteBuffer()),
+            .roster([SessionPeerEntry(peerID: 1, displayName: "Bob"), SessionPeerEntry(peerID: 2, displayName: "")]),
+            .roster([]),
+            .joined(SessionPeerEntry(peerID: 7, displayName: "Carol")),
+            .left(peerID: 7),
+            .relay(to: [1, 2, 3], data: ByteBuffer(string: "move e4")),
+            .relayed(from: 9, data: ByteBuffer(string: "move e5")),
+            .drop(peerID: 42),
+        ]
+        for message in messages {
+            #expect(try SessionMessage.decode(message.encode()) == message)
+        }
+        #expect(SessionMessage.data(ByteBuffer(string: "x")).encode().readableBytes == 2)  // one byte of overhead
+    }
+
+    @Test func malformedInputIsRejectedWithItsReason() {
+        #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer()) }
+        #expect(throws: SessionWireError.unknownType(99)) { try SessionMessage.decode(ByteBuffer(bytes: [99])) }
+        #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [3, 0, 0])) }
+        #expect(throws: SessionWireError.tooManyPeers(65535)) { try SessionMessage.decode(ByteBuffer(bytes: [1, 0xFF, 0xFF])) }
+        #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [4, 0, 3, 0, 0, 0, 1])) }
+        #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [2, 0, 0, 0, 1, 10, 65])) }
+        #expect(throws: SessionWireError.unsupportedVersion(2)) { try SessionHello.decode(ByteBuffer(bytes: [2] + [UInt8](repeating: 0, count: 20))) }
+        #expect(throws: SessionWireError.truncated) { try SessionHello.decode(ByteBuffer(bytes: [1, 0, 0])) }
+        #expect(throws: SessionWireError.truncated) { try SessionWelcome.decode(ByteBuffer(bytes: [1, 0, 0, 0, 1, 5, 65])) }
+    }
+
+    @Test func randomBytesNeverCrashTheDecoders() {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt64 {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return state
+        }
+        for _ in 0..<20_000 {
+            let count = Int(next() % 64)
+            let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
+            let buffer = ByteBuffer(bytes: bytes)
+            if let message = try? SessionMessage.decode(buffer) {
+                #expect((try? SessionMessage.decode(message.encode())) == message)
+            }
+            _ = try? SessionHello.decode(buffer)
+            _ = try? SessionWelcome.decode(buffer)
+        }
+    }
+
+    @Test func denyReasonsHaveStableCodes() {
+        #expect(SessionDenyReason.allCases.map(\.rawValue) == [1, 2, 3, 4, 5, 6, 7])
+    }
+}
