@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import GameKitDiscovery
 import NIOCore
 import NIOPosix
@@ -132,7 +133,7 @@ struct Browse: AsyncParsableCommand {
         let browser = try discovery.browse(try self.common.serviceType())
         browser.onEvent = { event in
             let instance = event.instance
-            var fields: [String: any Sendable] = ["name": instance.name.description, "instance": instance.instanceName]
+            var fields: [String: Any] = ["name": instance.name.description, "instance": instance.instanceName]
             switch event {
             case .found: fields["event"] = "found"
             case .updated: fields["event"] = "updated"
@@ -143,11 +144,12 @@ struct Browse: AsyncParsableCommand {
                 fields["host"] = instance.host.description
                 fields["addresses"] = instance.addresses.map { $0.address.description }
                 fields["scoped_addresses"] = instance.addresses.map(\.description)
-                var txt: [String: String?] = [:]
+                // Each key once, its first value; a bare key is null (as the python peer prints it).
+                var txt: [String: Any] = [:]
                 for string in instance.txt.strings {
                     let parts = string.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
                     let key = String(decoding: parts[0], as: UTF8.self)
-                    if txt[key] == nil { txt[key] = parts.count > 1 ? String(decoding: parts[1], as: UTF8.self) : String?.none }
+                    if txt[key] == nil { txt[key] = parts.count > 1 ? String(decoding: parts[1], as: UTF8.self) : NSNull() }
                 }
                 fields["txt"] = txt
             }

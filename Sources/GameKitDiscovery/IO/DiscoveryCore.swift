@@ -111,13 +111,13 @@ final class DiscoveryCore: @unchecked Sendable {
         }
         // An IPv4 socket sends from the address it was opened with: reopen it when that changed.
         let wantedSources = wanted.mapValues { $0.ipv4.first }
-        let existing = try await self.eventLoop.submit { () -> Set<SocketKey> in
-            Set(self.sockets.keys.filter { key in
-                key.family == .ipv6 || self.socketSources[key] == wantedSources[key] ?? nil
+        let (existing, unwanted) = try await self.eventLoop.submit { () -> (Set<SocketKey>, Set<SocketKey>) in
+            let keep = Set(self.sockets.keys.filter { key in
+                wantedSources[key] != nil && (key.family == .ipv6 || self.socketSources[key] == wantedSources[key] ?? nil)
             })
+            return (keep, Set(self.sockets.keys).subtracting(keep))
         }.get()
-        let stale = try await self.eventLoop.submit { Set(self.sockets.keys) }.get().subtracting(existing)
-        for key in stale.union(Set(existing.filter { wanted[$0] == nil })) {
+        for key in unwanted {
             if let channel = try await self.eventLoop.submit({ () -> Channel? in
                 self.socketSources[key] = nil
                 return self.sockets.removeValue(forKey: key)

@@ -33,7 +33,7 @@ public struct PeerAdvertisement: Sendable, Hashable {
     /// boundary so that the label fits 63 bytes. The peer ID keeps it unique per peer.
     public var instanceName: String {
         let suffix = " [\(self.peerID)]"
-        return Self.prefix(of: self.displayName, maximumBytes: DNSName.maximumLabelLength - suffix.utf8.count) + suffix
+        return self.displayName.utf8Prefix(maximumBytes: DNSName.maximumLabelLength - suffix.utf8.count) + suffix
     }
 
     /// The TXT record.
@@ -42,7 +42,7 @@ public struct PeerAdvertisement: Sendable, Hashable {
         // Keys are fixed and short; values are bounded below, so these never throw.
         try! txt.set("v", String(self.protocolVersion))
         try! txt.set("id", String(self.peerID.utf8.prefix(32)) ?? "")
-        try! txt.set("dn", Self.prefix(of: self.displayName, maximumBytes: 255 - 3))
+        try! txt.set("dn", self.displayName.utf8Prefix(maximumBytes: 255 - 3))
         try! txt.set("st", self.isBusy ? "busy" : "free")
         try! txt.set("tp", String(self.transportPort))
         if let fingerprint = self.keyFingerprint {
@@ -60,19 +60,6 @@ public struct PeerAdvertisement: Sendable, Hashable {
         self.transportPort = port
         self.protocolVersion = txt["v"].flatMap(Int.init) ?? 0
         self.keyFingerprint = txt["fp"].flatMap(Self.hexBytes)
-    }
-
-    /// The longest prefix of `text` made of whole characters that fits `maximumBytes` of UTF-8.
-    static func prefix(of text: String, maximumBytes: Int) -> String {
-        var result = ""
-        var count = 0
-        for character in text {
-            let size = String(character).utf8.count
-            guard count + size <= maximumBytes else { break }
-            result.append(character)
-            count += size
-        }
-        return result
     }
 
     private static func hexBytes(_ text: String) -> [UInt8]? {

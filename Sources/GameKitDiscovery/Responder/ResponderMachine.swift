@@ -346,7 +346,7 @@ struct ResponderMachine: Sendable {
         guard var service = self.services[id] else { return }
         service.renameCount += 1
         let suffix = " (\(service.renameCount))"
-        let base = PeerAdvertisement.prefix(of: service.baseInstanceName, maximumBytes: DNSName.maximumLabelLength - suffix.utf8.count)
+        let base = service.baseInstanceName.utf8Prefix(maximumBytes: DNSName.maximumLabelLength - suffix.utf8.count)
         let type = service.description.serviceType.domainName
         let name = DNSName(validatedLabels: [Array((base + suffix).utf8)] + type.labels)
         service.claim.conflict(renamingTo: name, now: now)

@@ -1,4 +1,5 @@
 import Crypto
+import GameKitDiscovery
 import NIOCore
 
 /// What a session puts in the transport's handshake: who is asking, for which session.
@@ -100,12 +101,7 @@ enum SessionDenyReason: UInt16, Sendable, CaseIterable {
 /// boundary when writing).
 enum SessionWireText {
     static func write(_ text: String, into buffer: inout ByteBuffer) {
-        var bytes: [UInt8] = []
-        for character in text {
-            let encoded = Array(String(character).utf8)
-            guard bytes.count + encoded.count <= 255 else { break }
-            bytes += encoded
-        }
+        let bytes = Array(text.utf8Prefix(maximumBytes: 255).utf8)
         buffer.writeInteger(UInt8(bytes.count))
         buffer.writeBytes(bytes)
     }
