@@ -21,7 +21,7 @@ public enum SandboxScript {
         self.packageRoot.appendingPathComponent(".venv/bin/python")
     }
 
-    public struct Result {
+    public struct Result: Sendable {
         public var lines: [String]
         public var status: Int32
 
@@ -44,8 +44,21 @@ public enum SandboxScript {
 
     /// Runs `script` from the package root; `loss` adds the kernel drop rule. The script is killed after `timeout`
     /// seconds (a bound so a broken run cannot hang the suite, not a performance requirement).
-    public static func run(_ script: String, loss: Double = 0, timeout: Double = 120) throws -> Result {
+    ///
+    /// The wait happens on a thread of its own, never on the concurrency pool: on a two-core machine that pool
+    /// has two threads, and a test blocking one for the length of a script starves every other test.
+    public static func run(_ script: String, loss: Double = 0, timeout: Double = 120) async throws -> Result {
         try NetworkSandbox.requireIsolation()
+        return try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Swift.Result { try self.runBlocking(script, loss: loss, timeout: timeout) })
+            }
+            thread.name = "SandboxScript"
+            thread.start()
+        }
+    }
+
+    private static func runBlocking(_ script: String, loss: Double, timeout: Double) throws -> Result {
         let process = Process()
         process.executableURL = self.packageRoot.appendingPathComponent("scripts/sandbox")
         var arguments = loss > 0 ? ["--loss", "\(loss)"] : []

@@ -42,8 +42,8 @@ struct CaptureConformanceTests {
         var status: Int32
     }
 
-    static let shared: Result<Run, any Error> = Result {
-        let result = try SandboxScript.run(
+    static let shared = Task<Run, any Error> {
+        let result = try await SandboxScript.run(
             """
             cap=$(mktemp)
             "$PEER_PYTHON" "$PEERS/mdns_capture.py" --seconds 10 \\
@@ -61,8 +61,8 @@ struct CaptureConformanceTests {
     }
 
     /// The run, and both responders as the capture saw them.
-    static func fixture() throws -> (capture: Capture, empty: CapturedResponder, full: CapturedResponder) {
-        let run = try Self.shared.get()
+    static func fixture() async throws -> (capture: Capture, empty: CapturedResponder, full: CapturedResponder) {
+        let run = try await Self.shared.value
         let capture = run.capture
         let empty = try #require(CapturedResponder(instance: Self.emptyInstance, in: capture), "no probe of \(Self.emptyInstance); output:\n\(run.lines.joined(separator: "\n"))")
         let full = try #require(CapturedResponder(instance: Self.fullInstance, in: capture), "no probe of \(Self.fullInstance)")
@@ -75,8 +75,8 @@ struct CaptureConformanceTests {
 
     // MARK: - The capture itself
 
-    @Test func theCaptureRanAndBothParsersReadEveryPacketAlike() throws {
-        let run = try Self.shared.get()
+    @Test func theCaptureRanAndBothParsersReadEveryPacketAlike() async throws {
+        let run = try await Self.shared.value
         let capture = run.capture
         #expect(run.status == 0)
         #expect(capture.errors.isEmpty, "\(capture.errors)")
@@ -92,8 +92,8 @@ struct CaptureConformanceTests {
         #expect(run.lines.filter { $0.hasPrefix("B ") && $0.contains("\"unregistered\"") }.count == 1)
     }
 
-    @Test func headersAreThoseOfMulticastDNS() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func headersAreThoseOfMulticastDNS() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         for responder in [empty, full] {
             for packet in capture.packets(of: responder) {
                 // §18.1: ID zero in multicast messages; §18.3, §18.11: opcode and rcode zero.
@@ -113,8 +113,8 @@ struct CaptureConformanceTests {
 
     // MARK: - Probing (RFC 6762 §8.1)
 
-    @Test func threeProbes250msApartWithQUOnTheFirstOnly() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func threeProbes250msApartWithQUOnTheFirstOnly() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         for (responder, txt) in [(empty, "00"), (full, Self.fullTXT)] {
             let probes = responder.probes(in: capture)
             try #require(probes.count == 3, "\(responder.instance): \(probes)")
@@ -147,8 +147,8 @@ struct CaptureConformanceTests {
 
     // MARK: - Announcing (RFC 6762 §8.3)
 
-    @Test func announcementsRepeatWithTheGapDoubling() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func announcementsRepeatWithTheGapDoubling() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         for responder in [empty, full] {
             let announcements = responder.announcements(in: capture)
             #expect(announcements.count >= 2, "§8.3: at least two announcements")
@@ -162,8 +162,8 @@ struct CaptureConformanceTests {
         }
     }
 
-    @Test func announcementsCarryEveryRecordOfTheServiceAndHost() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func announcementsCarryEveryRecordOfTheServiceAndHost() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         for (responder, type, port) in [(empty, "_confa._udp.local.", 7020), (full, "_confb._udp.local.", 7021)] {
             for packet in responder.announcements(in: capture) {
                 let answers = packet.answers
@@ -185,8 +185,8 @@ struct CaptureConformanceTests {
 
     // MARK: - Record bits and TTLs (RFC 6762 §10, §10.2)
 
-    @Test func cacheFlushOnUniqueRecordsOnlyAndTTLsOf120And4500() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func cacheFlushOnUniqueRecordsOnlyAndTTLsOf120And4500() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         for responder in [empty, full] {
             let responses = capture.packets(of: responder).filter(\.isResponse)
             #expect(!responses.isEmpty)
@@ -214,8 +214,8 @@ struct CaptureConformanceTests {
 
     // MARK: - TXT (RFC 6763 §6.1)
 
-    @Test func txtRdataIsExactlyTheStringsAndAnEmptyRecordIsOneZeroByte() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func txtRdataIsExactlyTheStringsAndAnEmptyRecordIsOneZeroByte() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         for (responder, txt) in [(empty, "00"), (full, Self.fullTXT)] {
             let records = capture.packets(of: responder).flatMap(\.records).filter { $0.name == responder.instance && $0.type == "TXT" }
             #expect(records.count >= 3 + 3 + 1, "\(responder.instance): probes, announcements and goodbye each carry the TXT")
@@ -227,8 +227,8 @@ struct CaptureConformanceTests {
 
     // MARK: - Goodbyes (RFC 6762 §10.1)
 
-    @Test func goodbyesWithdrawEveryRecordWithTTLZero() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func goodbyesWithdrawEveryRecordWithTTLZero() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         for responder in [empty, full] {
             let goodbyes = responder.goodbyes(in: capture)
             try #require(!goodbyes.isEmpty, "\(responder.instance): no goodbye")
@@ -250,8 +250,8 @@ struct CaptureConformanceTests {
 
     // MARK: - Known-answer suppression (RFC 6762 §7.1) and answer delay (§6)
 
-    @Test func knownAnswersAtHalfTheTTLOrMoreSuppressTheAnswer() throws {
-        let (capture, empty, full) = try Self.fixture()
+    @Test func knownAnswersAtHalfTheTTLOrMoreSuppressTheAnswer() async throws {
+        let (capture, empty, full) = try await Self.fixture()
         let queries = capture.queries.sorted { $0.time < $1.time }
         try #require(queries.count == 3)
         let (fullKnown, noKnown, lowKnown) = (queries[0], queries[1], queries[2])

@@ -15,8 +15,8 @@ struct InterfaceChangeTests {
     /// capture listens on ogk1: finding the service there, at ogk0's address, shows that the
     /// responder noticed ogk0 and announced on it. After veth-pair has ended (ogk0 gone) and
     /// the responder has re-read its interfaces, a browser of ours on lo still finds the service.
-    @Test func aNewInterfaceGetsTheAnnouncementsAndLoopbackKeepsWorkingWhenItGoes() throws {
-        let result = try SandboxScript.run(
+    @Test func aNewInterfaceGetsTheAnnouncementsAndLoopbackKeepsWorkingWhenItGoes() async throws {
+        let result = try await SandboxScript.run(
             """
             gk-mdns register --type _late._udp --name Late --port 7010 --seconds 12 --ignore-stdin | sed -u 's/^/R /' &
             sleep 1

@@ -19,8 +19,8 @@ struct InteropTests {
         result.lines.firstIndex { $0.hasPrefix("\(tag) ") && $0.contains("\"event\":\"\(event)\"") }
     }
 
-    @Test func zeroconfSeesOurServiceWithItsPortAddressAndTXTAndSeesItLeave() throws {
-        let result = try SandboxScript.run(
+    @Test func zeroconfSeesOurServiceWithItsPortAddressAndTXTAndSeesItLeave() async throws {
+        let result = try await SandboxScript.run(
             """
             gk-mdns register --type _interop._udp --name "Ours One" --port 7001 --txt a=1 --txt flag --txt empty= --seconds 3 --ignore-stdin | sed -u 's/^/R /' &
             \(Self.zeroconf) browse --type _interop._udp --seconds 5 --ignore-stdin | sed -u 's/^/B /'
@@ -39,8 +39,8 @@ struct InteropTests {
         #expect(Self.events(result, "R", "unregistered").count == 1)
     }
 
-    @Test func weSeeAZeroconfServiceAndItsRemoval() throws {
-        let result = try SandboxScript.run(
+    @Test func weSeeAZeroconfServiceAndItsRemoval() async throws {
+        let result = try await SandboxScript.run(
             """
             \(Self.zeroconf) register --type _interop._udp --name "Theirs" --port 7002 --txt k=v --seconds 3 --ignore-stdin | sed -u 's/^/R /' &
             gk-mdns browse --type _interop._udp --seconds 5 --ignore-stdin | sed -u 's/^/B /'
@@ -55,8 +55,8 @@ struct InteropTests {
         #expect(Self.events(result, "R", "unregistered").count == 1)
     }
 
-    @Test func overIPv6OnAVethPairBothWaysRound() throws {
-        let result = try SandboxScript.run(
+    @Test func overIPv6OnAVethPairBothWaysRound() async throws {
+        let result = try await SandboxScript.run(
             """
             scripts/veth-pair bash -c '
               nsenter --net=$OGK_PEER_NETNS -- gk-mdns register --type _six._udp --name "Ours Six" --port 7003 --ipv6-only --interface ogk1 --seconds 3 --ignore-stdin | sed -u "s/^/R /" &
@@ -80,8 +80,8 @@ struct InteropTests {
         #expect(Self.events(result, "Z", "lost").count == 2)
     }
 
-    @Test func twoOfOurProcessesShareThePortAndBothWork() throws {
-        let result = try SandboxScript.run(
+    @Test func twoOfOurProcessesShareThePortAndBothWork() async throws {
+        let result = try await SandboxScript.run(
             """
             gk-mdns register --type _share._udp --name "First" --port 7005 --seconds 4 --ignore-stdin | sed -u 's/^/A /' &
             gk-mdns register --type _share._udp --name "Second" --port 7006 --seconds 4 --ignore-stdin | sed -u 's/^/B /' &
@@ -97,8 +97,8 @@ struct InteropTests {
         #expect(Self.events(result, "B", "registered").count == 1)
     }
 
-    @Test func twoRespondersClaimingOneNameEndWithTwoNames() throws {
-        let result = try SandboxScript.run(
+    @Test func twoRespondersClaimingOneNameEndWithTwoNames() async throws {
+        let result = try await SandboxScript.run(
             """
             gk-mdns register --type _clash._udp --name "Same" --port 7007 --seconds 5 --ignore-stdin | sed -u 's/^/A /' &
             gk-mdns register --type _clash._udp --name "Same" --port 7008 --seconds 5 --ignore-stdin | sed -u 's/^/B /' &

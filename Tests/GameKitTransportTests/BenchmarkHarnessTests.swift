@@ -7,8 +7,8 @@ import Testing
 /// never asserted in tests).
 @Suite("Benchmark harness", .serialized)
 struct BenchmarkHarnessTests {
-    @Test func transportBenchmarkProducesCompleteJSONForEveryImplementation() throws {
-        let result = try SandboxScript.run(
+    @Test func transportBenchmarkProducesCompleteJSONForEveryImplementation() async throws {
+        let result = try await SandboxScript.run(
             "gk-bench transport --quick --json --only reliable-1000,pingpong-unreliable-64 2>/dev/null",
             timeout: 300
         )
@@ -29,8 +29,8 @@ struct BenchmarkHarnessTests {
     /// gk-bench's discovery harness, one round per pair: every pair (gk-mdns and python-zeroconf
     /// from .venv, each registering and browsing) completes its round and the JSON carries the
     /// named fields. Times are not looked at.
-    @Test func discoveryBenchmarkCompletesARoundForEveryPair() throws {
-        let result = try SandboxScript.run("gk-bench discovery --quick --rounds 1 --json 2>/dev/null", timeout: 300)
+    @Test func discoveryBenchmarkCompletesARoundForEveryPair() async throws {
+        let result = try await SandboxScript.run("gk-bench discovery --quick --rounds 1 --json 2>/dev/null", timeout: 300)
         let lines = result.objects
         let measured = lines.filter { $0["impl"] != nil }
         #expect(

@@ -11,8 +11,8 @@ struct ProcessTests {
         objects.last { $0["event"] as? String == "summary" }
     }
 
-    @Test func tenThousandReliableMessagesArriveInOrderThroughFivePercentKernelDrop() throws {
-        let result = try SandboxScript.run(
+    @Test func tenThousandReliableMessagesArriveInOrderThroughFivePercentKernelDrop() async throws {
+        let result = try await SandboxScript.run(
             """
             gk-link listen --port 7100 --expect 10000 --duration 90 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
             \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
@@ -35,9 +35,9 @@ struct ProcessTests {
         #expect((link["packets_lost"] as? Int ?? 0) > 0)
     }
 
-    @Test func corruptedReplayedAndStrangerDatagramsAreRejectedAndCounted() throws {
+    @Test func corruptedReplayedAndStrangerDatagramsAreRejectedAndCounted() async throws {
         let stranger = "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.9', 0)); s.sendto(bytes([6,0,0,0, 1,2,3,4]) + bytes(40), ('127.0.0.1', 7200))\""
-        let result = try SandboxScript.run(
+        let result = try await SandboxScript.run(
             """
             gk-link listen --port 7200 --expect 3000 --duration 90 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
             \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
@@ -67,8 +67,8 @@ struct ProcessTests {
         #expect((endpoint["dropped_unknown_link"] as? Int ?? 0) >= 1)
     }
 
-    @Test func wrongPasswordFailsOnBothSidesWithItsOwnError() throws {
-        let result = try SandboxScript.run(
+    @Test func wrongPasswordFailsOnBothSidesWithItsOwnError() async throws {
+        let result = try await SandboxScript.run(
             """
             gk-link listen --port 7300 --password alpha --json --duration 5 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
             \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
@@ -88,8 +88,8 @@ struct ProcessTests {
     }
 
     @Test(arguments: [0, 16])
-    func handshakeFloodFromSpoofedSourcesLeavesNoPerSourceState(cookieThreshold: Int) throws {
-        let result = try SandboxScript.run(
+    func handshakeFloodFromSpoofedSourcesLeavesNoPerSourceState(cookieThreshold: Int) async throws {
+        let result = try await SandboxScript.run(
             """
             gk-link listen --port 7400 --cookie-threshold \(cookieThreshold) --expect 5 --duration 60 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
             \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
@@ -113,8 +113,8 @@ struct ProcessTests {
         #expect(client["opened"] as? Bool == true)
     }
 
-    @Test func killedPeerIsDeclaredGoneByTheDisconnectTimeout() throws {
-        let result = try SandboxScript.run(
+    @Test func killedPeerIsDeclaredGoneByTheDisconnectTimeout() async throws {
+        let result = try await SandboxScript.run(
             """
             gk-link listen --port 7500 --disconnect-timeout 2 --json --duration 20 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
             \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
