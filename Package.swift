@@ -65,6 +65,8 @@ let package = Package(
                 "GameKitTransport",
                 "GameKitDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -28,7 +28,7 @@ struct EndpointMachine {
     /// How long answered handshakes are remembered for repeats.
     static let answerLifetime = TimeAmount.seconds(10)
 
-    let configuration: TransportConfiguration
+    private(set) var configuration: TransportConfiguration
     let psk: PreSharedKey
     let localParameters: TransportParameters
 
@@ -154,6 +154,35 @@ struct EndpointMachine {
     mutating func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode) throws(TransportError) {
         guard self.links[link.rawValue] != nil else { throw .linkNotOpen }
         try self.links[link.rawValue]!.machine.send(message, mode: mode)
+    }
+
+    /// Queues each message on its link, or none of them: every link is checked first, and the
+    /// first that would refuse its message decides the error.
+    mutating func send(_ batch: [(message: ByteBuffer, link: LinkID)], mode: SendMode) throws(TransportError) {
+        var planned: [UInt32: Int] = [:]
+        for (message, link) in batch {
+            guard let slot = self.links[link.rawValue] else { throw .linkNotOpen }
+            // Several messages for one link: each is checked behind the ones before it.
+            let before = planned[link.rawValue, default: 0]
+            try slot.machine.checkSend(size: message.readableBytes, mode: mode, planned: before)
+            planned[link.rawValue] = before + message.readableBytes
+        }
+        for (message, link) in batch {
+            try self.links[link.rawValue]!.machine.send(message, mode: mode)
+        }
+    }
+
+    /// Changes the disconnect timeout of this endpoint's links, open ones included, and the
+    /// keepalive interval that derives from it.
+    mutating func setDisconnectTimeout(_ timeout: TimeAmount) throws(TransportError) {
+        var configuration = self.configuration
+        configuration.disconnectTimeout = timeout
+        try configuration.validate()
+        self.configuration = configuration
+        for slot in self.links.values {
+            slot.machine.parameters.disconnectTimeout = timeout
+            slot.machine.parameters.keepaliveInterval = configuration.effectiveKeepaliveInterval
+        }
     }
 
     /// Closes a link after delivering what is queued on it.

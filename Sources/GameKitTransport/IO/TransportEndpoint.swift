@@ -168,6 +168,15 @@ public final class TransportEndpoint: Sendable {
         }
     }
 
+    /// Queues each message on its link, or none of them (when any link would refuse its message,
+    /// with the error `send` would throw for it). For sending one message to several peers
+    /// without leaving some of them with it and others without.
+    public func send(_ batch: [(message: ByteBuffer, link: LinkID)], mode: SendMode = .reliable) throws(TransportError) {
+        try self.core.perform { machine, _ throws(TransportError) in
+            try machine.send(batch, mode: mode)
+        }
+    }
+
     /// Queues a message, waiting while the link's send buffer is full.
     public func write(_ message: ByteBuffer, on link: LinkID, mode: SendMode = .reliable) async throws(TransportError) {
         try await self.core.write(message, on: link, mode: mode)
@@ -177,6 +186,14 @@ public final class TransportEndpoint: Sendable {
     public func close(_ link: LinkID, code: UInt16 = 0) throws(TransportError) {
         try self.core.perform { machine, now throws(TransportError) in
             try machine.close(link, code: code, now: now)
+        }
+    }
+
+    /// Changes how long a silent peer is waited for, on open links too (the keepalive interval
+    /// follows when it is derived from the timeout).
+    public func setDisconnectTimeout(_ timeout: TimeAmount) throws(TransportError) {
+        try self.core.perform { machine, _ throws(TransportError) in
+            try machine.setDisconnectTimeout(timeout)
         }
     }
 

@@ -31,7 +31,7 @@ struct LinkMachine {
     let localIndex: UInt32
     let remoteIndex: UInt32
     let role: Role
-    let parameters: LinkParameters
+    var parameters: LinkParameters
     var remoteAddress: SocketAddress
     var state: State
 
@@ -149,19 +149,26 @@ struct LinkMachine {
     /// Bytes counted against the send buffer capacity.
     var bytesQueued: Int { self.sendStream.unacknowledgedBytes + self.unreliableQueue.queuedBytes }
 
-    /// Queues a message. Fails at once when the link is closing, the message is larger than the
-    /// peer accepts, or the send buffer is full (memory stays within the capacity plus one
-    /// message: a message is refused only when something is already queued).
-    mutating func send(_ message: ByteBuffer, mode: SendMode) throws(TransportError) {
+    /// Throws what `send` would throw for a message of `size` bytes queued after `planned` more
+    /// bytes, queuing nothing. A refusal for space is remembered, so that the link reports when
+    /// room comes back.
+    mutating func checkSend(size: Int, mode: SendMode, planned: Int = 0) throws(TransportError) {
         guard self.acceptsMessages else { throw .linkNotOpen }
-        let size = message.readableBytes
         let limit = mode == .reliable ? self.parameters.maxReliableSendSize : self.parameters.maxUnreliableSendSize
         guard size <= limit else { throw .dataTooBig(size: size, limit: limit) }
-        let queued = self.bytesQueued
+        let queued = self.bytesQueued + planned
         guard queued == 0 || queued + size <= self.parameters.sendBufferCapacity else {
             self.refusedForSpace = true
             throw .bufferFull
         }
+    }
+
+    /// Queues a message. Fails at once when the link is closing, the message is larger than the
+    /// peer accepts, or the send buffer is full (memory stays within the capacity plus one
+    /// message: a message is refused only when something is already queued).
+    mutating func send(_ message: ByteBuffer, mode: SendMode) throws(TransportError) {
+        try self.checkSend(size: message.readableBytes, mode: mode)
+        let size = message.readableBytes
         switch mode {
         case .reliable:
             self.sendStream.append(message)

@@ -1,0 +1,323 @@
+import Foundation
+import GameKitDiscovery
+import GameKitTransport
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Drives a ``SessionMachine``: holds it under a lock, binds the transport, keeps discovery in
+/// step with what the machine wants, and hands the machine's notifications to the session in
+/// order.
+///
+/// Threading: application calls come from any thread; transport events arrive on the
+/// transport's event loop, discovery sightings on a task. Each takes the lock, acts on the
+/// machine, and before releasing it passes the resulting notifications to `deliver` (which only
+/// enqueues them: delegate calls run later on the delegate queue), so their order is the order
+/// things happened. The transport and discovery never call back while holding a lock of their
+/// own, so calling them under this lock cannot deadlock.
+final class SessionCore: @unchecked Sendable {
+    let identity: SessionMachine.Identity
+    let serviceType: ServiceType
+    let configuration: GKSession.Configuration
+    private let password: String?
+    private let slot = TransportSlot()
+    private let lock = NIOLock()
+
+    // MARK: Guarded by `lock`
+    private var machine: SessionMachine
+    private var deliver: (@Sendable ([SessionNotification], [UInt32: String]) -> Void)?
+    private var phase = Phase.idle
+    private var disconnectTimeout: TimeAmount
+    private var discovery: DiscoveryEndpoint?
+    private var registration: ServiceRegistration?
+    private var advertisedBusy: Bool?
+    private var wantAdvertise: Bool?  // nil: withdrawn; else the busy flag
+    private var wantBrowse = false
+    private var browser: ServiceBrowser?
+    private var browserGeneration = 0
+    private var roomWaiters: [UInt64: (links: [LinkID], continuation: CheckedContinuation<SendOutcome, Never>)] = [:]
+    private var nextWaiter: UInt64 = 0
+
+    private enum Phase {
+        case idle, starting, running, closed
+    }
+
+    init(identity: SessionMachine.Identity, serviceType: ServiceType, password: String?, configuration: GKSession.Configuration, disconnectTimeout: TimeAmount) {
+        self.identity = identity
+        self.serviceType = serviceType
+        self.password = password
+        self.configuration = configuration
+        self.disconnectTimeout = disconnectTimeout
+        self.machine = SessionMachine(identity: identity, links: self.slot)
+    }
+
+    func setDeliver(_ deliver: @escaping @Sendable ([SessionNotification], [UInt32: String]) -> Void) {
+        self.lock.withLock { self.deliver = deliver }
+    }
+
+    // MARK: - Acting on the machine
+
+    /// Runs `body` on the machine under the lock, then hands on what it produced.
+    func perform<Result>(_ body: (inout SessionMachine) throws(GKSessionError) -> Result) throws(GKSessionError) -> Result {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        let result: Result
+        do {
+            result = try body(&self.machine)
+        } catch {
+            self.flushLocked()
+            throw error
+        }
+        self.flushLocked()
+        return result
+    }
+
+    func read<Result>(_ body: (SessionMachine) -> Result) -> Result {
+        self.lock.withLock { body(self.machine) }
+    }
+
+    private func flushLocked() {
+        for command in self.machine.takeDiscoveryCommands() {
+            switch command {
+            case .advertise(let busy): self.wantAdvertise = busy
+            case .withdraw: self.wantAdvertise = nil
+            case .startBrowsing: self.wantBrowse = true
+            case .stopBrowsing: self.wantBrowse = false
+            }
+        }
+        self.syncDiscoveryLocked()
+        let notifications = self.machine.takeNotifications()
+        guard !notifications.isEmpty else { return }
+        // The display names as they are now, for the async sequences' elements.
+        var names: [UInt32: String] = [:]
+        for notification in notifications {
+            switch notification {
+            case .peerChanged(let peer, _), .connectionRequest(let peer):
+                names[peer] = self.machine.displayName(of: peer)
+            default:
+                break
+            }
+        }
+        self.deliver?(notifications, names)
+    }
+
+    // MARK: - Starting and stopping
+
+    /// Binds the transport and joins discovery, once. Failures are reported to the delegate as
+    /// `GKSessionCannotEnableError` and returned.
+    @discardableResult
+    func start() async -> GKSessionError? {
+        let proceed = self.lock.withLock { () -> Bool in
+            guard self.phase == .idle else { return false }
+            self.phase = .starting
+            return true
+        }
+        guard proceed else { return self.lock.withLock { self.phase == .closed } ? .cannotEnableError : nil }
+        do {
+            let endpoint = try await self.bindTransport()
+            self.slot.install(endpoint)
+            let discovery = try await SharedDiscovery.shared.acquire(interfaces: self.configuration.interfaceNames)
+            let closed = self.lock.withLock { () -> Bool in
+                guard self.phase == .starting else { return true }
+                self.phase = .running
+                self.discovery = discovery
+                self.syncDiscoveryLocked()
+                return false
+            }
+            if closed {
+                await SharedDiscovery.shared.release(interfaces: self.configuration.interfaceNames)
+                await self.slot.current?.shutdown()
+                self.slot.install(nil)
+            }
+            return nil
+        } catch {
+            try? self.perform { machine in machine.discoveryFailed() }
+            self.lock.withLock { if self.phase == .starting { self.phase = .running } }
+            return .cannotEnableError
+        }
+    }
+
+    private func bindTransport() async throws -> TransportEndpoint {
+        var transport = TransportConfiguration(password: self.password)
+        transport.disconnectTimeout = self.lock.withLock { self.disconnectTimeout }
+        // Room for the session's own header (type byte, relay destinations) on top of the
+        // largest application data.
+        transport.maxReliableMessageSize = GKSession.maximumReliableDataSize + Self.headerAllowance
+        transport.maxUnreliableMessageSize = GKSession.maximumUnreliableDataSize + Self.headerAllowance
+        let onEvent: @Sendable (TransportEvent) -> Void = { [weak self] event in self?.handle(event) }
+        if let host = self.configuration.bindAddress {
+            return try await TransportEndpoint.bind(host: host, port: self.configuration.port, configuration: transport, onEvent: onEvent)
+        }
+        do {
+            return try await TransportEndpoint.bind(host: "::", port: self.configuration.port, configuration: transport, onEvent: onEvent)
+        } catch {
+            return try await TransportEndpoint.bind(host: "0.0.0.0", port: self.configuration.port, configuration: transport, onEvent: onEvent)
+        }
+    }
+
+    /// Bytes of session header a message may add: the type byte and a relay's destination list.
+    static let headerAllowance = 3 + 4 * SessionMessage.maximumPeers
+
+    /// Leaves every peer, withdraws the advertisement, stops browsing and closes the socket.
+    func shutdown() async {
+        let (discovery, waiters) = self.lock.withLock { () -> (DiscoveryEndpoint?, [CheckedContinuation<SendOutcome, Never>]) in
+            guard self.phase != .closed else { return (nil, []) }
+            self.phase = .closed
+            self.machine.disconnectFromAllPeers()
+            self.machine.setAvailable(false)
+            self.flushLocked()
+            self.registration?.withdraw()
+            self.registration = nil
+            self.browser?.cancel()
+            self.browser = nil
+            let discovery = self.discovery
+            self.discovery = nil
+            let waiters = self.roomWaiters.values.map(\.continuation)
+            self.roomWaiters.removeAll()
+            return (discovery, waiters)
+        }
+        for waiter in waiters { waiter.resume(returning: .failed(.notConnectedError)) }
+        if let endpoint = self.slot.current {
+            self.slot.install(nil)
+            await endpoint.shutdown()
+        }
+        if discovery != nil {
+            await SharedDiscovery.shared.release(interfaces: self.configuration.interfaceNames)
+        }
+    }
+
+    var isClosed: Bool { self.lock.withLock { self.phase == .closed } }
+
+    /// The transport's local port, once bound.
+    var transportPort: Int? { self.slot.current?.localAddress.port }
+
+    func setDisconnectTimeout(_ timeout: TimeAmount) {
+        self.lock.withLock { self.disconnectTimeout = timeout }
+        try? self.slot.current?.setDisconnectTimeout(timeout)
+    }
+
+    // MARK: - Discovery
+
+    private func syncDiscoveryLocked() {
+        guard self.phase == .running, let discovery = self.discovery, let port = self.transportPort else { return }
+        let advertisement = { (busy: Bool) in
+            PeerAdvertisement(peerID: String(self.identity.peerID), displayName: self.identity.displayName, isBusy: busy, transportPort: UInt16(port))
+        }
+        switch (self.wantAdvertise, self.registration) {
+        case (let busy?, nil):
+            let ad = advertisement(busy)
+            let service = ServiceDescription(instanceName: ad.instanceName, serviceType: self.serviceType, port: UInt16(port), txt: ad.txtRecord)
+            self.registration = try? discovery.register(service)
+            self.advertisedBusy = busy
+        case (let busy?, let registration?) where busy != self.advertisedBusy:
+            try? registration.updateTXT(advertisement(busy).txtRecord)
+            self.advertisedBusy = busy
+        case (nil, let registration?):
+            registration.withdraw()
+            self.registration = nil
+            self.advertisedBusy = nil
+        default:
+            break
+        }
+        if self.wantBrowse, self.browser == nil, let browser = try? discovery.browse(self.serviceType) {
+            self.browser = browser
+            self.browserGeneration += 1
+            let generation = self.browserGeneration
+            Task { [weak self] in
+                for await event in browser {
+                    guard let self else { return }
+                    self.handle(event, generation: generation)
+                }
+            }
+        } else if !self.wantBrowse, let browser = self.browser {
+            browser.cancel()
+            self.browser = nil
+        }
+    }
+
+    private func handle(_ event: BrowseEvent, generation: Int) {
+        let instance = event.instance
+        guard let advertisement = PeerAdvertisement(txt: instance.txt), let peerID = UInt32(advertisement.peerID) else { return }
+        let dualStack = self.slot.current?.localAddress.protocol == .inet6
+        let addresses = instance.addresses.sorted { $0.preference < $1.preference }
+            .compactMap { $0.socketAddress(port: instance.port, dualStack: dualStack) }
+        try? self.perform { machine throws(GKSessionError) in
+            guard generation == self.browserGeneration else { return }
+            switch event {
+            case .found, .updated:
+                machine.peerSighted(peerID, displayName: advertisement.displayName, addresses: addresses, isBusy: advertisement.isBusy)
+            case .lost:
+                machine.peerLost(peerID)
+            }
+        }
+    }
+
+    // MARK: - Transport events
+
+    private func handle(_ event: TransportEvent) {
+        var resumed: [CheckedContinuation<SendOutcome, Never>] = []
+        try? self.perform { machine throws(GKSessionError) in
+            switch event {
+            case .connectionRequest(let request):
+                machine.handleConnectionRequest(request)
+            case .connectionRequestWithdrawn(let id, let reason):
+                machine.handleRequestWithdrawn(id, reason)
+            case .linkOpened(let link, _, let payload):
+                machine.handleLinkOpened(link, payload: payload)
+            case .connectFailed(let link, let error):
+                machine.handleConnectFailed(link, error)
+            case .received(let message, let link, let mode):
+                machine.handleReceived(message, on: link, mode: mode)
+            case .linkClosed(let link, let reason):
+                machine.handleLinkClosed(link, reason)
+                resumed = self.takeRoomWaitersLocked(for: link)
+            case .sendBufferAvailable(let link):
+                machine.handleSendBufferAvailable(link)
+                resumed = self.takeRoomWaitersLocked(for: link)
+            case .handshakeFailed:
+                machine.statistics.authenticationFailures += 1
+            }
+        }
+        for waiter in resumed { waiter.resume(returning: .retry) }
+    }
+
+    // MARK: - Waiting for room
+
+    enum SendOutcome: Sendable {
+        case sent
+        case failed(GKSessionError)
+        case retry
+    }
+
+    /// Tries `attempt` (a send) under the lock; while it fails for want of room, waits for room
+    /// on the links it would use, then tries again. Ends with the session's shutdown.
+    func sendWaitingForRoom(_ attempt: @escaping (inout SessionMachine) throws(GKSessionError) -> Void, links: @escaping (SessionMachine) -> [LinkID]) async throws(GKSessionError) {
+        while true {
+            let outcome: SendOutcome = await withCheckedContinuation { continuation in
+                self.lock.lock()
+                defer { self.lock.unlock() }
+                do throws(GKSessionError) {
+                    try attempt(&self.machine)
+                    self.flushLocked()
+                    continuation.resume(returning: .sent)
+                } catch .systemError where self.phase != .closed {
+                    // Full: wait for room on these links (registered under the lock the
+                    // transport's room event also takes, so it cannot slip past).
+                    self.nextWaiter += 1
+                    self.roomWaiters[self.nextWaiter] = (links(self.machine), continuation)
+                } catch {
+                    continuation.resume(returning: .failed(error))
+                }
+            }
+            switch outcome {
+            case .sent: return
+            case .failed(let error): throw error
+            case .retry: continue
+            }
+        }
+    }
+
+    private func takeRoomWaitersLocked(for link: LinkID) -> [CheckedContinuation<SendOutcome, Never>] {
+        let keys = self.roomWaiters.filter { $0.value.links.contains(link) }.map(\.key)
+        return keys.compactMap { self.roomWaiters.removeValue(forKey: $0)?.continuation }
+    }
+}

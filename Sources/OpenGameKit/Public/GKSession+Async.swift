@@ -1,0 +1,127 @@
+import Foundation
+import GameKitTransport
+
+extension GKSession {
+    /// A peer's new state.
+    public struct PeerChange: Sendable, Equatable {
+        /// The peer.
+        public var peerID: String
+        /// Its display name, when known.
+        public var displayName: String?
+        /// The state it changed to.
+        public var state: GKPeerConnectionState
+    }
+
+    /// A peer asking to connect: answer with `acceptConnection(fromPeer:)` or
+    /// `denyConnection(fromPeer:)`.
+    public struct ConnectionRequest: Sendable, Equatable {
+        public var peerID: String
+        public var displayName: String?
+    }
+
+    /// A connection attempt that failed, on either side.
+    public struct ConnectionFailure: Sendable, Equatable {
+        public var peerID: String
+        public var error: GKSessionError
+    }
+
+    /// Data from a peer.
+    public struct Message: Sendable, Equatable {
+        public var data: Data
+        public var peerID: String
+        public var mode: GKSendDataMode
+    }
+
+    /// Peer state changes from now on, as an `AsyncSequence` (a Swift-only addition). Each
+    /// access makes a new sequence; it ends when the session closes. Events wait in the sequence
+    /// until read.
+    public var peerChanges: AsyncStream<PeerChange> {
+        self.subscribe(\.peerChanges)
+    }
+
+    /// Connection requests from now on (a Swift-only addition).
+    public var connectionRequests: AsyncStream<ConnectionRequest> {
+        self.subscribe(\.connectionRequests)
+    }
+
+    /// Failed connection attempts from now on (a Swift-only addition).
+    public var connectionFailures: AsyncStream<ConnectionFailure> {
+        self.subscribe(\.connectionFailures)
+    }
+
+    /// Data received from now on (a Swift-only addition). Every message waits in the sequence
+    /// until read, so read it steadily.
+    public var messages: AsyncStream<Message> {
+        self.subscribe(\.messages)
+    }
+
+    private func subscribe<Element>(_ list: WritableKeyPath<Subscribers, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
+        let token = self.subscribers.withLockedValue { subscribers -> UInt64? in
+            guard !subscribers.finished else { return nil }
+            subscribers.nextToken += 1
+            subscribers[keyPath: list][subscribers.nextToken] = continuation
+            return subscribers.nextToken
+        }
+        guard let token else {
+            continuation.finish()
+            return stream
+        }
+        let box = self.subscribers
+        continuation.onTermination = { _ in
+            box.withLockedValue { $0.remove(token) }
+        }
+        return stream
+    }
+}
+
+/// The continuations of the session's async sequences.
+struct Subscribers {
+    var peerChanges: [UInt64: AsyncStream<GKSession.PeerChange>.Continuation] = [:]
+    var connectionRequests: [UInt64: AsyncStream<GKSession.ConnectionRequest>.Continuation] = [:]
+    var connectionFailures: [UInt64: AsyncStream<GKSession.ConnectionFailure>.Continuation] = [:]
+    var messages: [UInt64: AsyncStream<GKSession.Message>.Continuation] = [:]
+    var nextToken: UInt64 = 0
+    var finished = false
+
+    mutating func yield(_ notifications: [SessionNotification], names: [UInt32: String]) {
+        for notification in notifications {
+            switch notification {
+            case .peerChanged(let peer, let state) where !self.peerChanges.isEmpty:
+                let change = GKSession.PeerChange(peerID: String(peer), displayName: names[peer], state: state)
+                for continuation in self.peerChanges.values { continuation.yield(change) }
+            case .connectionRequest(let peer) where !self.connectionRequests.isEmpty:
+                let request = GKSession.ConnectionRequest(peerID: String(peer), displayName: names[peer])
+                for continuation in self.connectionRequests.values { continuation.yield(request) }
+            case .connectionFailed(let peer, let error) where !self.connectionFailures.isEmpty:
+                for continuation in self.connectionFailures.values { continuation.yield(.init(peerID: String(peer), error: error)) }
+            case .received(let buffer, let peer, let mode) where !self.messages.isEmpty:
+                let message = GKSession.Message(data: Data(buffer.readableBytesView), peerID: String(peer), mode: mode == .reliable ? .reliable : .unreliable)
+                for continuation in self.messages.values { continuation.yield(message) }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Forgets a subscriber (tokens are unique across the four lists).
+    mutating func remove(_ token: UInt64) {
+        self.peerChanges[token] = nil
+        self.connectionRequests[token] = nil
+        self.connectionFailures[token] = nil
+        self.messages[token] = nil
+    }
+
+    mutating func finishAll() {
+        self.finished = true
+        for continuation in self.peerChanges.values { continuation.finish() }
+        for continuation in self.connectionRequests.values { continuation.finish() }
+        for continuation in self.connectionFailures.values { continuation.finish() }
+        for continuation in self.messages.values { continuation.finish() }
+        self = Subscribers(finished: true)
+    }
+
+    init(finished: Bool = false) {
+        self.finished = finished
+    }
+}

@@ -1,0 +1,57 @@
+import GameKitTransport
+import NIOCore
+
+/// The transport operations a ``SessionMachine`` performs. ``TransportEndpoint`` is the real
+/// one; the machine's tests use an in-memory one. Every call is synchronous and never calls back
+/// into the session.
+protocol SessionLinks: AnyObject, Sendable {
+    func connect(to address: SocketAddress, payload: ByteBuffer, timeout: TimeAmount?) throws(TransportError) -> LinkID
+    func cancelConnect(_ link: LinkID) -> Bool
+    func accept(_ request: ConnectionRequest.ID, payload: ByteBuffer) throws(TransportError) -> LinkID
+    func deny(_ request: ConnectionRequest.ID, code: UInt16) throws(TransportError)
+    func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode) throws(TransportError)
+    func send(_ batch: [(message: ByteBuffer, link: LinkID)], mode: SendMode) throws(TransportError)
+    func close(_ link: LinkID, code: UInt16) throws(TransportError)
+}
+
+extension TransportEndpoint: SessionLinks {}
+
+/// What the session tells its application, in order. The driver turns these into delegate and
+/// data-handler calls and into the elements of the async sequences.
+enum SessionNotification: Sendable, Equatable {
+    case peerChanged(UInt32, GKPeerConnectionState)
+    case connectionRequest(UInt32)
+    case connectionFailed(UInt32, GKSessionError)
+    case received(ByteBuffer, from: UInt32, mode: SendMode)
+    case failed(GKSessionError)
+}
+
+/// What the session wants of discovery. The driver keeps the advertisement and the browser in
+/// step with the latest command.
+enum SessionDiscoveryCommand: Sendable, Equatable {
+    /// Advertise (or update the advertisement) with this busy flag.
+    case advertise(busy: Bool)
+    /// Stop advertising (goodbye packets).
+    case withdraw
+    /// Start browsing.
+    case startBrowsing
+    /// Stop browsing; the peers seen so far are forgotten.
+    case stopBrowsing
+}
+
+/// The session's counters.
+public struct GKSessionStatistics: Sendable, Equatable {
+    /// Messages from peers that could not be read (dropped; the link stays up).
+    public var malformedMessages = 0
+    /// Connection requests refused before the application saw them (wrong session, malformed,
+    /// not accepting, duplicate).
+    public var refusedRequests = 0
+    /// Handshakes that failed authentication (another password).
+    public var authenticationFailures = 0
+    /// Messages a server forwarded between its clients.
+    public var relayedMessages = 0
+    /// Relay requests a server could not forward (unknown destination, unreliable data with no room).
+    public var relayDropped = 0
+    /// Links closed because a peer could not keep up with relayed and control messages.
+    public var overloadedLinks = 0
+}

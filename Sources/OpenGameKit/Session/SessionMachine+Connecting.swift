@@ -1,0 +1,232 @@
+import GameKitTransport
+import NIOCore
+
+extension SessionMachine {
+    // MARK: - Application calls
+
+    /// `connect(toPeer:withTimeout:)`. Failures are reported, never thrown, as in Game Kit.
+    mutating func connect(to peerID: UInt32, timeout: TimeAmount?) {
+        guard peerID != self.identity.peerID, let peer = self.peers[peerID] else {
+            self.notify(.connectionFailed(peerID, .peerNotFoundError))
+            return
+        }
+        if peer.link != nil || peer.outgoing != nil { return }  // connected or already connecting
+        if peer.incoming != nil {
+            // It asked first: its request goes ahead.
+            self.notify(.connectionFailed(peerID, .inProgressError))
+            return
+        }
+        guard let address = peer.sighting?.addresses.first else {
+            self.notify(.connectionFailed(peerID, .peerNotFoundError))
+            return
+        }
+        let hello = SessionHello(
+            sessionKey: self.identity.sessionKey, peerID: self.identity.peerID,
+            mode: UInt8(self.identity.mode.rawValue), displayName: self.identity.displayName)
+        do {
+            let link = try self.links.connect(to: address, payload: hello.encode(), timeout: timeout)
+            self.peers[peerID]!.outgoing = link
+            self.linkOwners[link] = peerID
+            self.reconcile(peerID)
+        } catch {
+            self.notify(.connectionFailed(peerID, .connectionFailedError))
+        }
+    }
+
+    /// `cancelConnect(toPeer:)`: the failure (`GKSessionCancelledError`) is reported on both
+    /// sides when the transport confirms.
+    mutating func cancelConnect(to peerID: UInt32) {
+        guard let link = self.peers[peerID]?.outgoing else { return }
+        _ = self.links.cancelConnect(link)
+    }
+
+    /// `acceptConnection(fromPeer:)`.
+    mutating func accept(_ peerID: UInt32) throws(GKSessionError) {
+        guard let request = self.peers[peerID]?.incoming, request.acceptedLink == nil else { throw .peerNotFoundError }
+        let welcome = SessionWelcome(peerID: self.identity.peerID, displayName: self.identity.displayName)
+        do {
+            let link = try self.links.accept(request.id, payload: welcome.encode())
+            self.peers[peerID]!.incoming!.acceptedLink = link
+            self.linkOwners[link] = peerID
+            self.requestOwners[request.id] = nil
+        } catch {
+            throw .connectionFailedError
+        }
+    }
+
+    /// `denyConnection(fromPeer:)`.
+    mutating func deny(_ peerID: UInt32) {
+        guard let request = self.peers[peerID]?.incoming, request.acceptedLink == nil else { return }
+        try? self.links.deny(request.id, code: SessionDenyReason.declined.rawValue)
+        self.requestOwners[request.id] = nil
+        self.peers[peerID]!.incoming = nil
+        self.reconcile(peerID)
+    }
+
+    // MARK: - Transport handshake events
+
+    mutating func handleConnectionRequest(_ request: ConnectionRequest) {
+        let hello: SessionHello
+        do {
+            hello = try SessionHello.decode(request.payload)
+        } catch {
+            self.refuse(request.id, .malformed)
+            return
+        }
+        guard hello.sessionKey == self.identity.sessionKey else { return self.refuse(request.id, .wrongSession) }
+        guard hello.peerID != self.identity.peerID, GKSessionMode(rawValue: Int(hello.mode)) != nil else {
+            return self.refuse(request.id, .malformed)
+        }
+        guard self.isAvailable, self.identity.mode != .client else { return self.refuse(request.id, .notAccepting) }
+        let peerID = hello.peerID
+        var peer = self.peers[peerID] ?? SessionPeer(displayName: hello.displayName)
+        if peer.link != nil || peer.incoming != nil {
+            return self.refuse(request.id, .inProgress)
+        }
+        if peer.outgoing != nil && self.identity.peerID < peerID {
+            // Both asked at once: the request of the lower peer ID goes ahead.
+            return self.refuse(request.id, .inProgress)
+        }
+        peer.displayName = hello.displayName
+        peer.incoming = SessionPeer.IncomingRequest(id: request.id)
+        self.peers[peerID] = peer
+        self.requestOwners[request.id] = peerID
+        self.reconcile(peerID)
+        self.notify(.connectionRequest(peerID))
+    }
+
+    private mutating func refuse(_ request: ConnectionRequest.ID, _ reason: SessionDenyReason) {
+        self.statistics.refusedRequests += 1
+        try? self.links.deny(request, code: reason.rawValue)
+    }
+
+    mutating func handleRequestWithdrawn(_ id: ConnectionRequest.ID, _ reason: ConnectionRequestWithdrawal) {
+        guard let peerID = self.requestOwners.removeValue(forKey: id) else { return }
+        self.peers[peerID]?.incoming = nil
+        let error: GKSessionError =
+            switch reason {
+            case .cancelled: .cancelledError
+            case .timedOut: .timedOutError
+            case .expired: .connectionFailedError
+            }
+        self.notify(.connectionFailed(peerID, error))
+        self.reconcile(peerID)
+    }
+
+    mutating func handleLinkOpened(_ link: LinkID, payload: ByteBuffer) {
+        guard let peerID = self.linkOwners[link], var peer = self.peers[peerID] else {
+            // Not ours any more (disconnected meanwhile): close it.
+            try? self.links.close(link, code: Self.closeNormal)
+            return
+        }
+        if peer.outgoing == link {
+            peer.outgoing = nil
+            guard let welcome = try? SessionWelcome.decode(payload), welcome.peerID == peerID else {
+                // Someone else answers at that address now.
+                self.linkOwners[link] = nil
+                try? self.links.close(link, code: Self.closeWrongPeer)
+                self.peers[peerID] = peer
+                self.notify(.connectionFailed(peerID, .connectionFailedError))
+                self.reconcile(peerID)
+                return
+            }
+            peer.displayName = welcome.displayName
+        } else if peer.incoming?.acceptedLink == link {
+            peer.incoming = nil
+        } else {
+            return
+        }
+        peer.link = link
+        peer.relayServer = nil
+        self.peers[peerID] = peer
+        self.reconcile(peerID)
+        if self.identity.mode == .server { self.introduce(peerID) }
+        self.updateDiscovery()
+    }
+
+    mutating func handleConnectFailed(_ link: LinkID, _ error: TransportError) {
+        guard let peerID = self.linkOwners.removeValue(forKey: link), self.peers[peerID]?.outgoing == link else { return }
+        self.peers[peerID]!.outgoing = nil
+        if case .authenticationFailed = error { self.statistics.authenticationFailures += 1 }
+        self.notify(.connectionFailed(peerID, Self.sessionError(for: error)))
+        self.reconcile(peerID)
+    }
+
+    /// The Game Kit error for a failed connection attempt.
+    static func sessionError(for error: TransportError) -> GKSessionError {
+        switch error {
+        case .denied(let code):
+            switch SessionDenyReason(rawValue: code) {
+            case .declined, .notAccepting: .declinedError
+            case .inProgress: .inProgressError
+            case .cancelled: .cancelledError
+            case .timedOut: .timedOutError
+            case .wrongSession, .malformed, nil: .connectionFailedError
+            }
+        case .timedOut: .timedOutError
+        case .cancelled: .cancelledError
+        default: .connectionFailedError
+        }
+    }
+
+    mutating func handleLinkClosed(_ link: LinkID, _ reason: LinkCloseReason) {
+        self.outboxes[link] = nil
+        guard let peerID = self.linkOwners.removeValue(forKey: link), var peer = self.peers[peerID] else { return }
+        if peer.incoming?.acceptedLink == link {
+            // Accepted, but the requester never completed.
+            peer.incoming = nil
+            self.peers[peerID] = peer
+            let error: GKSessionError =
+                switch reason {
+                case .cancelledByPeer: .cancelledError
+                case .handshakeNotConfirmed: .timedOutError
+                default: .connectionFailedError
+                }
+            self.notify(.connectionFailed(peerID, error))
+            self.reconcile(peerID)
+            return
+        }
+        guard peer.link == link else { return }
+        peer.link = nil
+        self.peers[peerID] = peer
+        self.linkGone(peerID)
+    }
+
+    /// A directly connected peer is gone: its relayed peers go with it, and a server tells the
+    /// other clients.
+    mutating func linkGone(_ peerID: UInt32) {
+        for (other, peer) in self.peers where peer.relayServer == peerID {
+            self.peers[other]!.relayServer = nil
+            self.reconcile(other)
+        }
+        self.reconcile(peerID)
+        if self.identity.mode == .server {
+            for member in self.directMembers(except: peerID) {
+                self.enqueue(.left(peerID: peerID), on: member.link)
+            }
+        }
+        self.updateDiscovery()
+    }
+
+    /// A server's new member learns who else is there; the others learn of it.
+    private mutating func introduce(_ peerID: UInt32) {
+        guard let link = self.peers[peerID]?.link else { return }
+        let others = self.directMembers(except: peerID)
+        let roster = others.map { SessionPeerEntry(peerID: $0.peerID, displayName: self.peers[$0.peerID]!.displayName) }
+        for chunk in stride(from: 0, to: max(roster.count, 1), by: SessionMessage.maximumPeers) {
+            self.enqueue(.roster(Array(roster[chunk..<min(chunk + SessionMessage.maximumPeers, roster.count)])), on: link)
+        }
+        let entry = SessionPeerEntry(peerID: peerID, displayName: self.peers[peerID]!.displayName)
+        for member in others {
+            self.enqueue(.joined(entry), on: member.link)
+        }
+    }
+
+    /// The directly connected peers, but one.
+    func directMembers(except excluded: UInt32? = nil) -> [(peerID: UInt32, link: LinkID)] {
+        self.peers.compactMap { peerID, peer in
+            guard peerID != excluded, let link = peer.link else { return nil }
+            return (peerID, link)
+        }.sorted { $0.peerID < $1.peerID }
+    }
+}

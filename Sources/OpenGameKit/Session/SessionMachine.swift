@@ -1,0 +1,189 @@
+import GameKitTransport
+import NIOCore
+
+/// A session's logic without I/O: the peers it knows, the connections in both directions, the
+/// server's relay, and what discovery should be doing.
+///
+/// The driver (``SessionCore``) feeds it application calls, transport events and discovery
+/// sightings, one at a time under a lock; the machine acts on the transport through
+/// ``SessionLinks`` and queues ``SessionNotification``s and ``SessionDiscoveryCommand``s for
+/// the driver to take. Its tests drive several machines over an in-memory transport.
+/// Timeouts belong to the transport (connect timeouts, disconnect timeout), so the machine keeps
+/// no clock. The protocol is docs/PROTOCOL.md §13–14.
+struct SessionMachine {
+    /// Who this session is.
+    struct Identity: Sendable {
+        var peerID: UInt32
+        var displayName: String
+        var mode: GKSessionMode
+        var sessionKey: UInt64
+    }
+
+    /// Reliable control and relayed messages waiting for room in a link's send buffer are held
+    /// here, up to this many bytes per link; a peer that falls further behind is disconnected.
+    static let outboxLimit = 16 << 20
+    /// Display names of peers no longer known are kept for `displayName(forPeer:)`, up to this many.
+    static let rememberedNames = 1024
+
+    /// The close code of an ordinary disconnect.
+    static let closeNormal: UInt16 = 0
+    /// The close code when a peer is disconnected for not keeping up.
+    static let closeOverloaded: UInt16 = 2
+    /// The close code when a reply names a peer other than the one asked.
+    static let closeWrongPeer: UInt16 = 3
+
+    let identity: Identity
+    let links: any SessionLinks
+
+    private(set) var isAvailable = false
+    var peers: [UInt32: SessionPeer] = [:]
+    /// The peer each link (open, accepted or being opened) belongs to.
+    var linkOwners: [LinkID: UInt32] = [:]
+    var requestOwners: [ConnectionRequest.ID: UInt32] = [:]
+    var outboxes: [LinkID: SessionOutbox] = [:]
+    var formerNames: [UInt32: String] = [:]
+    var statistics = GKSessionStatistics()
+
+    private(set) var notifications: [SessionNotification] = []
+    private(set) var discoveryCommands: [SessionDiscoveryCommand] = []
+    private var advertising: Bool?  // nil: not advertising; else the busy flag advertised
+    private var browsing = false
+
+    init(identity: Identity, links: any SessionLinks) {
+        self.identity = identity
+        self.links = links
+    }
+
+    // MARK: - Output
+
+    mutating func takeNotifications() -> [SessionNotification] {
+        defer { self.notifications.removeAll(keepingCapacity: true) }
+        return self.notifications
+    }
+
+    mutating func takeDiscoveryCommands() -> [SessionDiscoveryCommand] {
+        defer { self.discoveryCommands.removeAll() }
+        return self.discoveryCommands
+    }
+
+    mutating func notify(_ notification: SessionNotification) {
+        self.notifications.append(notification)
+    }
+
+    // MARK: - Availability and discovery
+
+    mutating func setAvailable(_ available: Bool) {
+        self.isAvailable = available
+        self.updateDiscovery()
+    }
+
+    /// Whether any peer is connected directly.
+    var hasDirectConnection: Bool {
+        self.peers.values.contains { $0.link != nil }
+    }
+
+    /// Brings advertising and browsing in line with availability, mode and connections: servers
+    /// and peers advertise (peers busy while connected), clients and peers browse (a client stops
+    /// while connected to a server and starts again when no peer is connected).
+    mutating func updateDiscovery() {
+        let connected = self.hasDirectConnection
+        let advertise: Bool? =
+            self.isAvailable && self.identity.mode != .client ? (self.identity.mode == .peer && connected) : nil
+        if advertise != self.advertising {
+            self.advertising = advertise
+            self.discoveryCommands.append(advertise.map { .advertise(busy: $0) } ?? .withdraw)
+        }
+        let browse = self.isAvailable && self.identity.mode != .server && !(self.identity.mode == .client && connected)
+        if browse != self.browsing {
+            self.browsing = browse
+            self.discoveryCommands.append(browse ? .startBrowsing : .stopBrowsing)
+            if !browse {
+                for peerID in Array(self.peers.keys) where self.peers[peerID]?.sighting != nil {
+                    self.peers[peerID]!.sighting = nil
+                    self.reconcile(peerID)
+                }
+            }
+        }
+    }
+
+    /// Discovery saw a peer of this session (or saw it change).
+    mutating func peerSighted(_ peerID: UInt32, displayName: String, addresses: [SocketAddress], isBusy: Bool) {
+        guard self.browsing, peerID != self.identity.peerID, !addresses.isEmpty else { return }
+        var peer = self.peers[peerID] ?? SessionPeer(displayName: displayName)
+        peer.displayName = displayName
+        peer.sighting = SessionPeer.Sighting(addresses: addresses, isBusy: isBusy)
+        self.peers[peerID] = peer
+        self.reconcile(peerID)
+    }
+
+    /// Discovery lost a peer (goodbye or expiry).
+    mutating func peerLost(_ peerID: UInt32) {
+        guard self.peers[peerID]?.sighting != nil else { return }
+        self.peers[peerID]!.sighting = nil
+        self.reconcile(peerID)
+    }
+
+    /// Discovery could not start: no usable interface.
+    mutating func discoveryFailed() {
+        self.notify(.failed(.cannotEnableError))
+    }
+
+    // MARK: - Reporting
+
+    /// Reports a peer's state when it changed and forgets peers the session no longer knows.
+    ///
+    /// Connected (or relayed) → anything else is reported `.stateDisconnected` first. A peer
+    /// first seen busy is not reported until it is free; a peer that stops being available is
+    /// reported `.stateUnavailable`.
+    mutating func reconcile(_ peerID: UInt32) {
+        guard var peer = self.peers[peerID] else { return }
+        let old = peer.reported
+        let new = peer.derivedState
+        if old != new {
+            let wasConnected = old == .stateConnected || old == .stateConnectedRelay
+            let isConnected = new == .stateConnected || new == .stateConnectedRelay
+            if wasConnected && !isConnected {
+                self.notify(.peerChanged(peerID, .stateDisconnected))
+            }
+            switch new {
+            case .stateAvailable, .stateConnecting, .stateConnected, .stateConnectedRelay:
+                self.notify(.peerChanged(peerID, new!))
+            case .stateUnavailable, nil:
+                if old == .stateAvailable { self.notify(.peerChanged(peerID, .stateUnavailable)) }
+            case .stateDisconnected:
+                break
+            }
+            peer.reported = new
+        }
+        if new == nil {
+            self.forget(peerID, name: peer.displayName)
+        } else {
+            self.peers[peerID] = peer
+        }
+    }
+
+    private mutating func forget(_ peerID: UInt32, name: String) {
+        self.peers[peerID] = nil
+        if self.formerNames.count >= Self.rememberedNames, let any = self.formerNames.keys.first {
+            self.formerNames[any] = nil
+        }
+        self.formerNames[peerID] = name
+    }
+
+    // MARK: - Queries
+
+    /// The peers in a state, as Game Kit listed them: nil when there are none.
+    func peers(in state: GKPeerConnectionState) -> [UInt32]? {
+        let matching = self.peers.filter { $0.value.derivedState == state }.map(\.key).sorted()
+        return matching.isEmpty ? nil : matching
+    }
+
+    func displayName(of peerID: UInt32) -> String? {
+        if peerID == self.identity.peerID { return self.identity.displayName }
+        return self.peers[peerID]?.displayName ?? self.formerNames[peerID]
+    }
+
+    func state(of peerID: UInt32) -> GKPeerConnectionState? {
+        self.peers[peerID]?.derivedState
+    }
+}

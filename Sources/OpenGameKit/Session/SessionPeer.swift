@@ -1,0 +1,44 @@
+import GameKitTransport
+import NIOCore
+
+/// Everything a session knows about one other peer. The state reported to the application is
+/// derived from these facts (``derivedState``), never stored on its own, so it cannot drift.
+struct SessionPeer: Sendable {
+    /// Where discovery saw the peer, and whether it advertises itself busy.
+    struct Sighting: Sendable, Equatable {
+        var addresses: [SocketAddress]
+        var isBusy: Bool
+    }
+
+    /// A request from the peer: waiting for the application, then accepted (the link opens when
+    /// the peer confirms).
+    struct IncomingRequest: Sendable, Equatable {
+        var id: ConnectionRequest.ID
+        var acceptedLink: LinkID?
+    }
+
+    var displayName: String
+    var sighting: Sighting?
+    /// Our connection attempt to the peer.
+    var outgoing: LinkID?
+    var incoming: IncomingRequest?
+    /// The open link to the peer.
+    var link: LinkID?
+    /// The server through which the peer is reached (its roster named it).
+    var relayServer: UInt32?
+    /// What the application was last told.
+    var reported: GKPeerConnectionState?
+
+    init(displayName: String) {
+        self.displayName = displayName
+    }
+
+    /// The peer's state as the application sees it, or nil when the session no longer knows it.
+    var derivedState: GKPeerConnectionState? {
+        if self.link != nil { return .stateConnected }
+        if self.relayServer != nil { return .stateConnectedRelay }
+        if self.outgoing != nil || self.incoming != nil { return .stateConnecting }
+        if let sighting = self.sighting { return sighting.isBusy ? .stateUnavailable : .stateAvailable }
+        return nil
+    }
+}

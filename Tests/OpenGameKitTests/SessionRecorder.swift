@@ -1,0 +1,97 @@
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+import OpenGameKit
+import Testing
+
+/// What a session told its delegate and data handler.
+enum Heard: Equatable, Sendable {
+    case state(String, GKPeerConnectionState)
+    case request(String, name: String?)
+    case failed(String, GKSessionError)
+    case sessionFailed(GKSessionError)
+    case data(String, Data)
+}
+
+/// A delegate and data handler that records everything, on its own serial queue, and can
+/// accept or deny requests as they come.
+final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Sendable {
+    enum Answer { case accept, deny, none }
+
+    let session: GKSession
+    let queue: DispatchQueue
+    private let heard = NIOLockedValueBox<[Heard]>([])
+    private let answerBox: NIOLockedValueBox<Answer>
+    let context = UnsafeMutableRawPointer(bitPattern: 0x5EED)
+    private let contexts = NIOLockedValueBox<[UnsafeMutableRawPointer?]>([])
+
+    init(_ session: GKSession, answer: Answer = .accept) {
+        self.session = session
+        self.queue = DispatchQueue(label: "recorder \(session.displayName)")
+        self.answerBox = NIOLockedValueBox(answer)
+        session.delegateQueue = self.queue
+        session.delegate = self
+        session.setDataReceiveHandler(self, withContext: self.context)
+    }
+
+    var answer: Answer {
+        get { self.answerBox.withLockedValue { $0 } }
+        set { self.answerBox.withLockedValue { $0 = newValue } }
+    }
+
+    var events: [Heard] { self.heard.withLockedValue { $0 } }
+
+    /// Every context the data handler was called with.
+    var receivedContexts: [UnsafeMutableRawPointer?] { self.contexts.withLockedValue { $0 } }
+
+    func session(_ session: GKSession, peer peerID: String, didChange state: GKPeerConnectionState) {
+        self.heard.withLockedValue { $0.append(.state(peerID, state)) }
+    }
+
+    func session(_ session: GKSession, didReceiveConnectionRequestFromPeer peerID: String) {
+        self.heard.withLockedValue { $0.append(.request(peerID, name: session.displayName(forPeer: peerID))) }
+        switch self.answer {
+        case .accept: try? session.acceptConnection(fromPeer: peerID)
+        case .deny: session.denyConnection(fromPeer: peerID)
+        case .none: break
+        }
+    }
+
+    func session(_ session: GKSession, connectionWithPeerFailed peerID: String, withError error: Error) {
+        self.heard.withLockedValue { $0.append(.failed(peerID, error as! GKSessionError)) }
+    }
+
+    func session(_ session: GKSession, didFailWithError error: Error) {
+        self.heard.withLockedValue { $0.append(.sessionFailed(error as! GKSessionError)) }
+    }
+
+    func receiveData(_ data: Data, fromPeer peer: String, inSession session: GKSession, context: UnsafeMutableRawPointer?) {
+        self.heard.withLockedValue { $0.append(.data(peer, data)) }
+        self.contexts.withLockedValue { $0.append(context) }
+    }
+
+    /// Waits (bounded: a broken run cannot hang the suite) until `condition` holds for what was
+    /// heard; returns whether it did.
+    @discardableResult
+    func wait(seconds: Double = 20, until condition: ([Heard]) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if condition(self.events) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition(self.events)
+    }
+
+    /// Waits until `event` has been heard.
+    @discardableResult
+    func wait(for event: Heard, seconds: Double = 20) async -> Bool {
+        await self.wait(seconds: seconds) { $0.contains(event) }
+    }
+
+    /// Waits until `peer` is seen available.
+    func waitUntilSees(_ other: GKSession, seconds: Double = 20) async -> Bool {
+        await self.wait(for: .state(other.peerID, .stateAvailable), seconds: seconds)
+    }
+
+    func count(_ event: Heard) -> Int { self.events.filter { $0 == event }.count }
+}
