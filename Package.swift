@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "gk-link", targets: ["gk-link"]),
         .executable(name: "gk-impair", targets: ["gk-impair"]),
         .executable(name: "gk-mdns", targets: ["gk-mdns"]),
+        .executable(name: "gk-session", targets: ["gk-session"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -96,6 +97,16 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "gk-session",
+            dependencies: [
+                "OpenGameKit",
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
             name: "gk-mdns",
             dependencies: [
                 "GameKitDiscovery",
@@ -142,7 +153,11 @@ let package = Package(
             name: "OpenGameKitTests",
             dependencies: [
                 "OpenGameKit",
+                "GameKitTransport",
+                "GameKitDiscovery",
+                "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -1,0 +1,237 @@
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import NetworkImpairment
+import OpenGameKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `gk-session`: one `GKSession` on the command line, printing one JSON line per delegate call
+/// and received message, for multi-process tests and the session benchmark. Commands on
+/// standard input: `send TEXT` (reliable, to every peer), `drop NAME` (disconnectPeer(fromAllPeers:)
+/// by display name), `leave` (disconnectFromAllPeers), `unavailable`, `quit`.
+@main
+struct GKSessionTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gk-session",
+        abstract: "Run a Game Kit session, printing its events as JSON lines."
+    )
+
+    @Option(help: "Session ID.")
+    var sessionID: String = "gk-session"
+
+    @Option(help: "Display name.")
+    var name: String
+
+    @Option(help: "server, client or peer.")
+    var mode: String = "peer"
+
+    @Option(help: "Session password.")
+    var password: String?
+
+    @Option(help: "Connect to the first available peer with this display name (\"any\": any peer).")
+    var connect: String?
+
+    @Option(help: "Connect timeout in seconds (0: none).")
+    var connectTimeout: Double = 10
+
+    @Option(help: "Answer connection requests: accept, deny or none.")
+    var answer: String = "accept"
+
+    @Flag(help: "Send every message received back to its sender.")
+    var echo = false
+
+    @Option(help: "On each connection (direct or through the server), send this text (reliable) to the new peer.")
+    var greet: String?
+
+    @Option(help: "Disconnect timeout in seconds.")
+    var disconnectTimeout: Double = 20
+
+    @Option(help: "Stop after this many seconds.")
+    var seconds: Double = 30
+
+    @Flag(help: "Do not stop at the end of standard input.")
+    var ignoreStdin = false
+
+    func validate() throws {
+        guard ["server", "client", "peer"].contains(self.mode) else { throw ValidationError("--mode must be server, client or peer") }
+        guard ["accept", "deny", "none"].contains(self.answer) else { throw ValidationError("--answer must be accept, deny or none") }
+    }
+
+    func run() async throws {
+        try NetworkSandbox.requireIsolation()
+        let mode: GKSessionMode = self.mode == "server" ? .server : self.mode == "client" ? .client : .peer
+        let session = GKSession(sessionID: self.sessionID, displayName: self.name, sessionMode: mode, password: self.password)
+        let agent = Agent(session: session, connect: self.connect, connectTimeout: self.connectTimeout, answer: self.answer, echo: self.echo, greet: self.greet)
+        session.delegateQueue = agent.queue
+        session.delegate = agent
+        session.setDataReceiveHandler(agent, withContext: nil)
+        session.disconnectTimeout = self.disconnectTimeout
+        session.isAvailable = true
+        Output.line(["event": "started", "peer": session.peerID, "name": self.name, "mode": self.mode])
+        let stop = Stop()
+        let timer = Task {
+            try? await Task.sleep(nanoseconds: UInt64(self.seconds * 1e9))
+            stop.fire()
+        }
+        if !self.ignoreStdin {
+            Thread.detachNewThread {
+                while let line = readLine() {
+                    agent.queue.sync { agent.command(line, stop: stop) }
+                }
+                stop.fire()
+            }
+        }
+        await stop.wait()
+        timer.cancel()
+        await session.close()
+        Output.line(["event": "stopped", "statistics": [
+            "malformed": session.statistics.malformedMessages,
+            "refused": session.statistics.refusedRequests,
+            "authentication_failures": session.statistics.authenticationFailures,
+            "relayed": session.statistics.relayedMessages,
+        ]])
+    }
+}
+
+/// The session's delegate and data handler, on its own queue.
+final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Sendable {
+    let queue = DispatchQueue(label: "gk-session")
+    let session: GKSession
+    let connectTarget: String?
+    let connectTimeout: Double
+    let answer: String
+    let echo: Bool
+    let greet: String?
+    private var connectedOnce = false
+
+    init(session: GKSession, connect: String?, connectTimeout: Double, answer: String, echo: Bool, greet: String?) {
+        self.session = session
+        self.connectTarget = connect
+        self.connectTimeout = connectTimeout
+        self.answer = answer
+        self.echo = echo
+        self.greet = greet
+    }
+
+    func session(_ session: GKSession, peer peerID: String, didChange state: GKPeerConnectionState) {
+        let name = session.displayName(forPeer: peerID) ?? ""
+        Output.line(["event": "state", "peer": peerID, "name": name, "state": Self.name(of: state)])
+        if state == .stateAvailable, !self.connectedOnce, let target = self.connectTarget, target == "any" || target == name {
+            self.connectedOnce = true
+            session.connect(toPeer: peerID, withTimeout: self.connectTimeout)
+        }
+        if state == .stateConnected || state == .stateConnectedRelay, let greet = self.greet {
+            try? session.send(Data(greet.utf8), toPeers: [peerID], with: .reliable)
+        }
+    }
+
+    func session(_ session: GKSession, didReceiveConnectionRequestFromPeer peerID: String) {
+        Output.line(["event": "request", "peer": peerID, "name": session.displayName(forPeer: peerID) ?? ""])
+        switch self.answer {
+        case "accept": try? session.acceptConnection(fromPeer: peerID)
+        case "deny": session.denyConnection(fromPeer: peerID)
+        default: break
+        }
+    }
+
+    func session(_ session: GKSession, connectionWithPeerFailed peerID: String, withError error: Error) {
+        let code = (error as? GKSessionError)?.rawValue ?? -1
+        Output.line(["event": "failed", "peer": peerID, "name": session.displayName(forPeer: peerID) ?? "", "code": code])
+    }
+
+    func session(_ session: GKSession, didFailWithError error: Error) {
+        Output.line(["event": "error", "code": (error as? GKSessionError)?.rawValue ?? -1])
+    }
+
+    func receiveData(_ data: Data, fromPeer peer: String, inSession session: GKSession, context: UnsafeMutableRawPointer?) {
+        Output.line(["event": "data", "peer": peer, "name": session.displayName(forPeer: peer) ?? "", "bytes": data.count,
+                     "text": String(decoding: data.prefix(200), as: UTF8.self)])
+        if self.echo { try? session.send(data, toPeers: [peer], with: .reliable) }
+    }
+
+    /// Runs one standard-input command (on the queue).
+    func command(_ line: String, stop: Stop) {
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        guard let verb = parts.first else { return }
+        let argument = parts.count > 1 ? parts[1] : ""
+        switch verb {
+        case "send":
+            do {
+                try self.session.sendData(toAllPeers: Data(argument.utf8), with: .reliable)
+            } catch {
+                Output.line(["event": "send-error", "code": (error as? GKSessionError)?.rawValue ?? -1])
+            }
+        case "drop":
+            let peers = (self.session.peers(with: .stateConnected) ?? []) + (self.session.peers(with: .stateConnectedRelay) ?? [])
+            if let peer = peers.first(where: { self.session.displayName(forPeer: $0) == argument }) {
+                self.session.disconnectPeer(fromAllPeers: peer)
+            }
+        case "leave":
+            self.session.disconnectFromAllPeers()
+        case "unavailable":
+            self.session.isAvailable = false
+        case "quit":
+            stop.fire()
+        default:
+            Output.line(["event": "unknown-command", "line": line])
+        }
+    }
+
+    static func name(of state: GKPeerConnectionState) -> String {
+        switch state {
+        case .stateAvailable: "available"
+        case .stateUnavailable: "unavailable"
+        case .stateConnected: "connected"
+        case .stateDisconnected: "disconnected"
+        case .stateConnecting: "connecting"
+        case .stateConnectedRelay: "relay"
+        }
+    }
+}
+
+/// Resumes its waiter once, at the first `fire`.
+final class Stop: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fired = false
+    private var continuation: CheckedContinuation<Void, Never>?
+
+    func fire() {
+        self.lock.lock()
+        self.fired = true
+        let continuation = self.continuation
+        self.continuation = nil
+        self.lock.unlock()
+        continuation?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            self.lock.lock()
+            if self.fired {
+                self.lock.unlock()
+                continuation.resume()
+            } else {
+                self.continuation = continuation
+                self.lock.unlock()
+            }
+        }
+    }
+}
+
+/// One JSON object per line on standard output, written at once, each with `mono_ns`.
+enum Output {
+    private static let lock = NSLock()
+
+    static func line(_ fields: [String: Any]) {
+        var fields = fields
+        fields["mono_ns"] = Int(NIODeadline.now().uptimeNanoseconds)
+        let data = try! JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        lock.lock()
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        lock.unlock()
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import NetworkImpairment
+import Testing
+
+/// Sessions in separate `gk-session` processes inside a sandbox: what only separate processes
+/// show (a peer killed with SIGKILL), and the room of a server and its clients end to end.
+@Suite("GKSession across processes")
+struct SessionProcessTests {
+    /// Bash: wait (at most 15 s) until `file` has a line matching `pattern`.
+    static func await(_ file: String, _ pattern: String) -> String {
+        "for i in $(seq 300); do grep -q '\(pattern)' \(file) 2>/dev/null && break; sleep 0.05; done"
+    }
+
+    static func events(_ result: SandboxScript.Result, _ tag: String, _ event: String) -> [[String: Any]] {
+        result.objects(tagged: tag).filter { $0["event"] as? String == event }
+    }
+
+    static func states(_ result: SandboxScript.Result, _ tag: String, name: String) -> [String] {
+        Self.events(result, tag, "state").filter { $0["name"] as? String == name }.compactMap { $0["state"] as? String }
+    }
+
+    @Test func aPeerKilledWithSIGKILLIsDisconnectedByTheTimeout() async throws {
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            gk-session --session-id kill9 --name Server --mode server --disconnect-timeout 2 --seconds 25 --ignore-stdin > $d/s &
+            S=$!
+            gk-session --session-id kill9 --name Client --mode client --connect Server --disconnect-timeout 2 --seconds 25 --ignore-stdin > $d/c &
+            C=$!
+            \(Self.await("$d/s", "\"state\":\"connected\""))
+            kill -9 $C
+            echo "K {\\"event\\":\\"killed\\",\\"mono_ns\\":$(awk '{printf "%d", $1 * 1e9}' /proc/uptime)}"
+            \(Self.await("$d/s", "\"state\":\"disconnected\""))
+            kill $S; wait
+            sed 's/^/S /' $d/s; sed 's/^/C /' $d/c; rm -rf $d
+            """)
+        let states = Self.states(result, "S", name: "Client")
+        #expect(states == ["connecting", "connected", "disconnected"], "\(result.lines.joined(separator: "\n"))")
+        #expect(Self.states(result, "C", name: "Server").contains("connected"))
+    }
+
+    @Test func aWrongPasswordFailsTheConnectionAndTheServerNeverHearsTheRequest() async throws {
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            gk-session --session-id locked --name Server --mode server --password alpha --seconds 25 --ignore-stdin > $d/s &
+            S=$!
+            gk-session --session-id locked --name Client --mode client --password beta --connect Server --seconds 25 --ignore-stdin > $d/c &
+            C=$!
+            \(Self.await("$d/c", "\"event\":\"failed\""))
+            kill $S $C; wait
+            sed 's/^/S /' $d/s; sed 's/^/C /' $d/c; rm -rf $d
+            """)
+        let failures = Self.events(result, "C", "failed")
+        #expect(failures.count == 1, "\(result.lines.joined(separator: "\n"))")
+        #expect(failures.first?["code"] as? Int == 30505)
+        #expect(Self.events(result, "S", "request").isEmpty)
+        #expect(!Self.states(result, "S", name: "Client").contains("connected"))
+    }
+
+    @Test func aServerRelaysBetweenItsClientsAndDisconnectPeerFromAllPeersReachesEveryone() async throws {
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            gk-session --session-id room --name Server --mode server --greet hello-from-server --seconds 30 --ignore-stdin > $d/s &
+            S=$!
+            gk-session --session-id room --name Alice --mode client --connect Server --greet hello-from-alice --seconds 30 --ignore-stdin > $d/a &
+            A=$!
+            \(Self.await("$d/s", "\"name\":\"Alice\",.*\"state\":\"connected\""))
+            mkfifo $d/in
+            gk-session --session-id room --name Bob --mode client --connect Server --greet hello-from-bob --seconds 30 < $d/in > $d/b &
+            B=$!
+            exec 3>$d/in
+            \(Self.await("$d/b", "hello-from-alice"))
+            echo "drop Alice" >&3
+            \(Self.await("$d/a", "\"state\":\"disconnected\""))
+            \(Self.await("$d/s", "\"name\":\"Alice\",.*\"state\":\"disconnected\""))
+            \(Self.await("$d/b", "\"name\":\"Alice\",.*\"state\":\"disconnected\""))
+            kill $S $A $B; exec 3>&-; wait
+            sed 's/^/S /' $d/s; sed 's/^/A /' $d/a; sed 's/^/B /' $d/b; rm -rf $d
+            """)
+        let output = result.lines.joined(separator: "\n")
+        // Alice and Bob reach each other through the server, each greeting arriving from the right peer.
+        #expect(Self.states(result, "A", name: "Bob").prefix(1) == ["relay"], "\(output)")
+        #expect(Self.states(result, "B", name: "Alice").prefix(1) == ["relay"], "\(output)")
+        let aliceHeard = Self.events(result, "A", "data").map { "\($0["name"] ?? "") \($0["text"] ?? "")" }
+        let bobHeard = Self.events(result, "B", "data").map { "\($0["name"] ?? "") \($0["text"] ?? "")" }
+        #expect(aliceHeard.contains("Server hello-from-server") && aliceHeard.contains("Bob hello-from-bob"), "\(output)")
+        #expect(bobHeard.contains("Server hello-from-server") && bobHeard.contains("Alice hello-from-alice"), "\(output)")
+        // Bob's disconnectPeer(fromAllPeers: Alice): the server drops her, she is left alone, Bob sees her go.
+        #expect(Self.states(result, "S", name: "Alice").last == "disconnected", "\(output)")
+        // (Alone again, Alice browses again and may see the server available once more.)
+        #expect(Self.states(result, "A", name: "Server").drop { $0 != "disconnected" }.first == "disconnected", "\(output)")
+        #expect(!Self.states(result, "A", name: "Server").drop { $0 != "disconnected" }.contains("connected"), "\(output)")
+        #expect(Self.states(result, "B", name: "Alice").last == "disconnected", "\(output)")
+        #expect(Self.states(result, "S", name: "Bob").last == "connected", "\(output)")
+    }
+}
