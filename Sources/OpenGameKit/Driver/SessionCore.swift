@@ -26,6 +26,7 @@ final class SessionCore: @unchecked Sendable {
     private var machine: SessionMachine
     private var deliver: (@Sendable ([SessionNotification], [UInt32: String]) -> Void)?
     private var phase = Phase.idle
+    private var startTask: Task<GKSessionError?, Never>?
     private var disconnectTimeout: TimeAmount
     private var discovery: DiscoveryEndpoint?
     private var registration: ServiceRegistration?
@@ -102,16 +103,26 @@ final class SessionCore: @unchecked Sendable {
 
     // MARK: - Starting and stopping
 
-    /// Binds the transport and joins discovery, once. Failures are reported to the delegate as
-    /// `GKSessionCannotEnableError` and returned.
+    /// Binds the transport and joins discovery, returning when both are ready (every caller
+    /// waits for the one attempt in progress). Failures are reported to the delegate as
+    /// `GKSessionCannotEnableError` and returned; a later call tries again.
     @discardableResult
     func start() async -> GKSessionError? {
-        let proceed = self.lock.withLock { () -> Bool in
-            guard self.phase == .idle else { return false }
-            self.phase = .starting
-            return true
+        let task = self.lock.withLock { () -> Task<GKSessionError?, Never>? in
+            if self.phase == .closed { return nil }
+            if let task = self.startTask { return task }
+            let task = Task { await self.startOnce() }
+            self.startTask = task
+            return task
         }
-        guard proceed else { return self.lock.withLock { self.phase == .closed } ? .cannotEnableError : nil }
+        guard let task else { return .cannotEnableError }
+        let error = await task.value
+        if error != nil { self.lock.withLock { self.startTask = nil } }
+        return error
+    }
+
+    private func startOnce() async -> GKSessionError? {
+        self.lock.withLock { if self.phase == .idle { self.phase = .starting } }
         do {
             let endpoint = try await self.bindTransport()
             self.slot.install(endpoint)
@@ -130,8 +141,13 @@ final class SessionCore: @unchecked Sendable {
             }
             return nil
         } catch {
+            // Nothing usable now; a later start (setting isAvailable again) tries again.
+            if let endpoint = self.slot.current {
+                self.slot.install(nil)
+                await endpoint.shutdown()
+            }
             try? self.perform { machine in machine.discoveryFailed() }
-            self.lock.withLock { if self.phase == .starting { self.phase = .running } }
+            self.lock.withLock { if self.phase == .starting { self.phase = .idle } }
             return .cannotEnableError
         }
     }
