@@ -81,6 +81,7 @@ let package = Package(
             name: "gk-bench",
             dependencies: [
                 "GameKitTransport",
+                "OpenGameKit",
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

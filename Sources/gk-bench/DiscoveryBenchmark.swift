@@ -155,7 +155,7 @@ struct DiscoveryReportTable {
     }
 }
 
-private func emitJSONLine(_ object: [String: Any]) {
+func emitJSONLine(_ object: [String: Any]) {
     let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     FileHandle.standardOutput.write(data + Data("\n".utf8))
 }

@@ -112,13 +112,16 @@ struct Subscribers {
         self.messages[token] = nil
     }
 
-    mutating func finishAll() {
-        self.finished = true
-        for continuation in self.peerChanges.values { continuation.finish() }
-        for continuation in self.connectionRequests.values { continuation.finish() }
-        for continuation in self.connectionFailures.values { continuation.finish() }
-        for continuation in self.messages.values { continuation.finish() }
+    /// Marks the session closed and hands back every continuation, to be finished outside the
+    /// lock (finishing runs `onTermination`, which takes the lock).
+    mutating func close() -> [@Sendable () -> Void] {
+        var finishers: [@Sendable () -> Void] = []
+        finishers += self.peerChanges.values.map { continuation in { continuation.finish() } }
+        finishers += self.connectionRequests.values.map { continuation in { continuation.finish() } }
+        finishers += self.connectionFailures.values.map { continuation in { continuation.finish() } }
+        finishers += self.messages.values.map { continuation in { continuation.finish() } }
         self = Subscribers(finished: true)
+        return finishers
     }
 
     init(finished: Bool = false) {

@@ -161,7 +161,7 @@ public final class GKSession: @unchecked Sendable {
     /// cannot be used afterwards.
     public func close() async {
         await self.core.shutdown()
-        self.subscribers.withLockedValue { $0.finishAll() }
+        for finish in self.subscribers.withLockedValue({ $0.close() }) { finish() }
     }
 
     // MARK: - Connecting

@@ -1,0 +1,953 @@
+import NIOCore
+import Testing
+
+@testable import GameKitTransport
+@testable import OpenGameKit
+
+// MARK: - Helpers
+
+private func bytes(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+
+private func changed(_ peer: TestPeer, _ state: GKPeerConnectionState) -> SessionNotification {
+    .peerChanged(peer.peerID, state)
+}
+
+private func received(_ text: String, from peer: TestPeer, _ mode: SendMode = .reliable) -> SessionNotification {
+    .received(ByteBuffer(string: text), from: peer.peerID, mode: mode)
+}
+
+/// Notifications whose relative order the machine leaves open (it walks a dictionary), sorted.
+private func unordered(_ notifications: [SessionNotification]) -> [String] {
+    notifications.map { "\($0)" }.sorted()
+}
+
+/// A seeded generator (SplitMix64): the same buffers on every run.
+private struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) } }
+}
+
+extension SessionTestNetwork {
+    var everyone: [TestPeer] { self.machines.indices.map { TestPeer(index: $0, peerID: self.machines[$0].identity.peerID) } }
+
+    func notes(_ peer: TestPeer) -> [SessionNotification] { self[peer].takeNotifications() }
+    func commands(_ peer: TestPeer) -> [SessionDiscoveryCommand] { self[peer].takeDiscoveryCommands() }
+
+    /// Every machine available; every browsing one sees every advertising one; what they said is dropped.
+    func start() {
+        for peer in self.everyone { self[peer].setAvailable(true) }
+        for observer in self.everyone {
+            for target in self.everyone where target != observer && self[target].identity.mode != .client {
+                self.sight(observer, target)
+            }
+        }
+        self.drain()
+    }
+
+    /// A server and `count` clients (peer IDs 1…count), every client connected, all output dropped.
+    static func room(clients count: Int) throws -> (SessionTestNetwork, TestPeer, [TestPeer]) {
+        let net = SessionTestNetwork()
+        let server = net.add("Server", 10, .server)
+        let clients = (1...count).map { net.add("Client \($0)", UInt32($0), .client) }
+        net.start()
+        for client in clients { try net.establish(client, server) }
+        net.drain()
+        return (net, server, clients)
+    }
+
+    /// Peers 1, 2, 3 in peer mode, each connected to the other two, all output dropped.
+    static func mesh() throws -> (SessionTestNetwork, TestPeer, TestPeer, TestPeer) {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        let carol = net.add("Carol", 3, .peer)
+        net.start()
+        try net.establish(alice, bob)
+        try net.establish(alice, carol)
+        try net.establish(bob, carol)
+        net.drain()
+        return (net, alice, bob, carol)
+    }
+
+    /// Each machine's bookkeeping agrees with itself and with the transport: every link it
+    /// tracks is one a peer uses and one the transport holds for it, every request is a peer's,
+    /// and what it last reported is each peer's state.
+    func expectConsistent(sourceLocation: SourceLocation = #_sourceLocation) {
+        for peer in self.everyone {
+            let machine = self[peer]
+            let name = machine.identity.displayName
+            for (id, owner) in machine.linkOwners {
+                let user = machine.peers[owner]
+                let used = user?.link == id || user?.outgoing == id || user?.incoming?.acceptedLink == id
+                #expect(used, "\(name) tracks \(id) for \(owner), which does not use it", sourceLocation: sourceLocation)
+            }
+            for (peerID, state) in machine.peers {
+                for link in [state.link, state.outgoing, state.incoming?.acceptedLink].compactMap({ $0 }) {
+                    #expect(machine.linkOwners[link] == peerID, "\(name): \(link) of \(peerID) untracked", sourceLocation: sourceLocation)
+                }
+                #expect(state.reported == state.derivedState, "\(name): \(peerID) reported \(String(describing: state.reported))", sourceLocation: sourceLocation)
+            }
+            for (id, owner) in machine.requestOwners {
+                #expect(machine.peers[owner]?.incoming?.id == id, "\(name): stray \(id)", sourceLocation: sourceLocation)
+            }
+            for link in machine.outboxes.keys {
+                #expect(machine.linkOwners[link] != nil, "\(name): outbox of a closed link", sourceLocation: sourceLocation)
+            }
+            #expect(Set(machine.linkOwners.keys) == self.linkEnds(of: peer), "\(name) and the transport disagree on its links", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+@Suite("Session machine over an in-memory transport")
+struct SessionMachineTests {
+    // MARK: - 1. Discovery
+
+    @Test func availabilityGivesEachModeItsDiscovery() {
+        let net = SessionTestNetwork()
+        let server = net.add("Server", 10, .server)
+        let client = net.add("Client", 20, .client)
+        let peer = net.add("Peer", 30, .peer)
+        for session in [server, client, peer] { net[session].setAvailable(true) }
+        #expect(net.commands(server) == [.advertise(busy: false)])
+        #expect(net.commands(client) == [.startBrowsing])
+        #expect(net.commands(peer) == [.advertise(busy: false), .startBrowsing])
+        net[peer].setAvailable(true)
+        #expect(net.commands(peer) == [])
+        for session in [server, client, peer] { net[session].setAvailable(false) }
+        #expect(net.commands(server) == [.withdraw])
+        #expect(net.commands(client) == [.stopBrowsing])
+        #expect(net.commands(peer) == [.withdraw, .stopBrowsing])
+        for session in [server, client, peer] { #expect(net.notes(session) == []) }
+    }
+
+    @Test func goingUnavailableReportsSightedPeersUnavailableAndForgetsThem() {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        let server = net.add("Server", 10, .server)
+        net[alice].setAvailable(true)
+        net.drain()
+        net.sight(alice, bob)
+        net.sight(alice, server)
+        #expect(net.notes(alice) == [changed(bob, .stateAvailable), changed(server, .stateAvailable)])
+        #expect(net[alice].peers(in: .stateAvailable) == [2, 10])
+
+        net[alice].setAvailable(false)
+        #expect(net.commands(alice) == [.withdraw, .stopBrowsing])
+        #expect(unordered(net.notes(alice)) == unordered([changed(bob, .stateUnavailable), changed(server, .stateUnavailable)]))
+        #expect(net[alice].peers(in: .stateAvailable) == nil)
+        #expect(net[alice].peers(in: .stateUnavailable) == nil)
+        #expect(net[alice].peers.isEmpty)
+        #expect(net[alice].displayName(of: 2) == "Bob")  // names outlive the peers
+
+        // Not browsing: sightings are ignored.
+        net.sight(alice, bob)
+        #expect(net.notes(alice) == [])
+        #expect(net[alice].state(of: 2) == nil)
+    }
+
+    @Test func busyPeersAreNotAvailable() {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        let carol = net.add("Carol", 3, .peer)
+        net[alice].setAvailable(true)
+        net.drain()
+
+        net.sight(alice, bob, busy: true)
+        #expect(net.notes(alice) == [])
+        #expect(net[alice].peers(in: .stateAvailable) == nil)
+        #expect(net[alice].peers(in: .stateUnavailable) == [2])
+        net.sight(alice, bob)
+        #expect(net.notes(alice) == [changed(bob, .stateAvailable)])
+        net.sight(alice, bob, busy: true)
+        #expect(net.notes(alice) == [changed(bob, .stateUnavailable)])
+        net[alice].peerLost(2)
+        #expect(net.notes(alice) == [])
+        #expect(net[alice].state(of: 2) == nil)
+
+        net.sight(alice, carol)
+        net[alice].peerLost(3)
+        #expect(net.notes(alice) == [changed(carol, .stateAvailable), changed(carol, .stateUnavailable)])
+
+        // Its own advertisement, and one without an address, are ignored.
+        net.sight(alice, alice)
+        net[alice].peerSighted(4, displayName: "Dave", addresses: [], isBusy: false)
+        #expect(net.notes(alice) == [])
+        #expect(net[alice].state(of: 1) == nil)
+        #expect(net[alice].state(of: 4) == nil)
+        #expect(net[alice].peers.isEmpty)
+    }
+
+    @Test func aPeerAdvertisesItselfBusyWhileConnected() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        net.start()
+        try net.establish(alice, bob)
+        #expect(net.commands(alice) == [.advertise(busy: true)])
+        #expect(net.commands(bob) == [.advertise(busy: true)])
+        net[alice].disconnectFromAllPeers()
+        net.deliver()
+        #expect(net.commands(alice) == [.advertise(busy: false)])
+        #expect(net.commands(bob) == [.advertise(busy: false)])
+        net.expectConsistent()
+    }
+
+    @Test func aClientStopsBrowsingWhileConnectedAndStartsWhenTheLastPeerGoes() throws {
+        let net = SessionTestNetwork()
+        let server = net.add("Server", 10, .server)
+        let other = net.add("Other", 11, .server)
+        let client = net.add("Client", 20, .client)
+        net.start()
+        try net.establish(client, server)
+        #expect(net.commands(client) == [.stopBrowsing])
+        #expect(net.commands(server) == [])  // a server advertises itself free, connected or not
+        #expect(net.notes(client) == [changed(server, .stateConnecting), changed(server, .stateConnected), changed(other, .stateUnavailable)])
+        #expect(net[client].peers(in: .stateAvailable) == nil)
+        net.sight(client, other)
+        #expect(net.notes(client) == [])
+
+        net.loseLink(client, server)
+        net.deliver()
+        #expect(net.commands(client) == [.startBrowsing])
+        #expect(net.notes(client) == [changed(server, .stateDisconnected)])
+        #expect(net[client].state(of: 10) == nil)
+        net.sight(client, other)
+        #expect(net.notes(client) == [changed(other, .stateAvailable)])
+        net.expectConsistent()
+    }
+
+    // MARK: - 2. Connecting
+
+    @Test func aRequestCarriesTheNameAndAcceptingConnectsBothSides() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let server = net.add("Server", 10, .server)
+        net.start()
+        net[alice].connect(to: 10, timeout: nil)
+        #expect(net.notes(alice) == [changed(server, .stateConnecting)])
+        #expect(net[server].displayName(of: 1) == nil)
+        #expect(net.deliver() == 1)
+        #expect(net.notes(server) == [changed(alice, .stateConnecting), .connectionRequest(1)])
+        #expect(net[server].displayName(of: 1) == "Alice")
+        #expect(net[server].peers(in: .stateConnecting) == [1])
+        #expect(net[alice].peers(in: .stateConnecting) == [10])
+
+        try net[server].accept(1)
+        #expect(net.notes(server) == [])  // nothing until the link opens
+        net.deliver()
+        #expect(net.notes(alice) == [changed(server, .stateConnected)])
+        #expect(net.notes(server) == [changed(alice, .stateConnected)])
+        #expect(net[alice].peers(in: .stateConnected) == [10])
+        #expect(net[server].peers(in: .stateConnected) == [1])
+        #expect(net[alice].displayName(of: 10) == "Server")
+        #expect(net.links(from: alice, to: server).count == 1)
+        #expect(throws: GKSessionError.peerNotFoundError) { try net[server].accept(1) }
+
+        // Connecting again to a connected peer does nothing.
+        net[alice].connect(to: 10, timeout: nil)
+        #expect(net.deliver() == 0)
+        #expect(net.notes(alice) == [])
+        net.expectConsistent()
+    }
+
+    // MARK: - 3. Failing to connect
+
+    /// Two peers in peer mode that see each other, Alice's request to Bob delivered.
+    private func pendingRequest() -> (SessionTestNetwork, TestPeer, TestPeer) {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        net.start()
+        net[alice].connect(to: 2, timeout: nil)
+        net.deliver()
+        net.drain()
+        return (net, alice, bob)
+    }
+
+    @Test func aDeniedRequestFailsWithDeclined() {
+        let (net, alice, bob) = self.pendingRequest()
+        net[bob].deny(1)
+        #expect(net.notes(bob) == [changed(alice, .stateAvailable)])
+        net.deliver()
+        #expect(net.notes(alice) == [.connectionFailed(2, .declinedError), changed(bob, .stateAvailable)])
+        #expect(net.denials == [SessionDenyReason.declined.rawValue])
+        #expect(net[bob].statistics.refusedRequests == 0)
+        #expect(net[alice].peers(in: .stateConnecting) == nil)
+        #expect(net[bob].peers(in: .stateConnecting) == nil)
+        net.expectConsistent()
+    }
+
+    @Test func connectingToAnUnknownPeerFailsWithPeerNotFound() {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        net.start()
+        net[alice].connect(to: 99, timeout: nil)
+        net[alice].connect(to: 1, timeout: nil)
+        #expect(net.notes(alice) == [.connectionFailed(99, .peerNotFoundError), .connectionFailed(1, .peerNotFoundError)])
+        #expect(net.deliver() == 0)
+    }
+
+    @Test func aTimeoutFailsBothSides() {
+        let (net, alice, bob) = self.pendingRequest()
+        net.timeOutConnect(from: alice, to: bob)
+        net.deliver()
+        #expect(net.notes(alice) == [.connectionFailed(2, .timedOutError), changed(bob, .stateAvailable)])
+        #expect(net.notes(bob) == [.connectionFailed(1, .timedOutError), changed(alice, .stateAvailable)])
+        net.expectConsistent()
+    }
+
+    @Test func cancellingFailsBothSides() {
+        let (net, alice, bob) = self.pendingRequest()
+        net[alice].cancelConnect(to: 2)
+        net.deliver()
+        #expect(net.notes(alice) == [.connectionFailed(2, .cancelledError), changed(bob, .stateAvailable)])
+        #expect(net.notes(bob) == [.connectionFailed(1, .cancelledError), changed(alice, .stateAvailable)])
+        net.expectConsistent()
+    }
+
+    @Test func cancellingAfterTheAcceptFailsBothSides() throws {
+        let (net, alice, bob) = self.pendingRequest()
+        try net[bob].accept(1)
+        net[alice].cancelConnect(to: 2)  // before the accept reached it
+        net.deliver()
+        #expect(net.notes(alice) == [.connectionFailed(2, .cancelledError), changed(bob, .stateAvailable)])
+        #expect(net.notes(bob) == [.connectionFailed(1, .cancelledError), changed(alice, .stateAvailable)])
+        #expect(net.links(from: bob, to: alice).isEmpty)
+        net.expectConsistent()
+    }
+
+    @Test func cancellingBeforeTheRequestArrivesIsSeenOnlyByTheRequester() {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        net.start()
+        net[alice].connect(to: 2, timeout: nil)
+        net[alice].cancelConnect(to: 2)
+        net.deliver()
+        #expect(net.notes(alice) == [changed(bob, .stateConnecting), .connectionFailed(2, .cancelledError), changed(bob, .stateAvailable)])
+        #expect(net.notes(bob) == [])
+        net.expectConsistent()
+    }
+
+    @Test func connectingWhileThePeersRequestWaitsFailsWithInProgress() throws {
+        let (net, alice, bob) = self.pendingRequest()
+        net[bob].connect(to: 1, timeout: nil)
+        #expect(net.notes(bob) == [.connectionFailed(1, .inProgressError)])
+        #expect(net.deliver() == 0)
+        try net[bob].accept(1)  // its request still goes ahead
+        net.deliver()
+        #expect(net.notes(alice) == [changed(bob, .stateConnected)])
+        #expect(net.notes(bob) == [changed(alice, .stateConnected)])
+        net.expectConsistent()
+    }
+
+    @Test(arguments: [false, true])
+    func whenBothAskAtOnceExactlyOneRequestGoesAhead(higherAsksFirst: Bool) throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        net.start()
+        if higherAsksFirst {
+            net[bob].connect(to: 1, timeout: nil)
+            net[alice].connect(to: 2, timeout: nil)
+        } else {
+            net[alice].connect(to: 2, timeout: nil)
+            net[bob].connect(to: 1, timeout: nil)
+        }
+        net.deliver()
+        let aliceNotes = net.notes(alice)
+        let bobNotes = net.notes(bob)
+        let inProgress =
+            aliceNotes.filter { $0 == .connectionFailed(2, .inProgressError) }.count
+            + bobNotes.filter { $0 == .connectionFailed(1, .inProgressError) }.count
+        #expect(inProgress == 1)
+        let aliceAsked = aliceNotes.contains(.connectionRequest(2))
+        let bobAsked = bobNotes.contains(.connectionRequest(1))
+        #expect(aliceAsked != bobAsked)
+        #expect(net[alice].statistics.refusedRequests + net[bob].statistics.refusedRequests == 1)
+
+        if aliceAsked { try net[alice].accept(2) } else { try net[bob].accept(1) }
+        net.deliver()
+        #expect(net.notes(alice) == [changed(bob, .stateConnected)])
+        #expect(net.notes(bob) == [changed(alice, .stateConnected)])
+        #expect(net.links(from: alice, to: bob).count == 1)
+        #expect(net.links(from: bob, to: alice).count == 1)
+        net.expectConsistent()
+    }
+
+    // MARK: - 4. Refusals the application never sees
+
+    @Test func aRequestForAnotherSessionIsRefused() {
+        let net = SessionTestNetwork()
+        let mallory = net.add("Mallory", 5, .peer, sessionID: "checkers")
+        let server = net.add("Server", 10, .server)
+        net.start()
+        net[mallory].connect(to: 10, timeout: nil)
+        net.deliver()
+        #expect(net.denials == [SessionDenyReason.wrongSession.rawValue])
+        #expect(net.notes(server) == [])
+        #expect(net[server].statistics.refusedRequests == 1)
+        #expect(net[server].displayName(of: 5) == nil)
+        #expect(net.notes(mallory) == [changed(server, .stateConnecting), .connectionFailed(10, .connectionFailedError), changed(server, .stateAvailable)])
+        net.expectConsistent()
+    }
+
+    @Test func malformedHellosAreRefused() {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let server = net.add("Server", 10, .server)
+        net.start()
+        let key = SessionHello.sessionKey(for: "chess")
+        let payloads: [ByteBuffer] = [
+            ByteBuffer(bytes: [0xDE, 0xAD, 0xBE, 0xEF]),
+            ByteBuffer(),
+            SessionHello(version: 2, sessionKey: key, peerID: 1, mode: 2, displayName: "Alice").encode(),
+            SessionHello(sessionKey: key, peerID: 1, mode: 9, displayName: "Alice").encode(),
+            SessionHello(sessionKey: key, peerID: 10, mode: 2, displayName: "Me?").encode(),  // the responder's own ID
+            SessionHello(sessionKey: key, peerID: 1, mode: 2, displayName: "Alice").encode().getSlice(at: 0, length: 10)!,
+        ]
+        for (count, payload) in payloads.enumerated() {
+            net.injectRequest(payload, from: alice, to: server)
+            net.deliver()
+            #expect(net.denials.last == SessionDenyReason.malformed.rawValue)
+            #expect(net[server].statistics.refusedRequests == count + 1)
+        }
+        #expect(net.notes(server) == [])
+        #expect(net.notes(alice) == [])
+        #expect(net[server].peers.isEmpty)
+        net.expectConsistent()
+    }
+
+    @Test func clientsAndUnavailableSessionsRefuseRequests() {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let sam = net.add("Sam", 10, .server)  // never made available
+        let carl = net.add("Carl", 20, .client)
+        net[alice].setAvailable(true)
+        net[carl].setAvailable(true)
+        net.sight(alice, carl)  // as if from a stale record: neither advertises
+        net.sight(alice, sam)
+        net.drain()
+        net[alice].connect(to: 20, timeout: nil)
+        net[alice].connect(to: 10, timeout: nil)
+        net.deliver()
+        let notAccepting = SessionDenyReason.notAccepting.rawValue
+        #expect(net.denials == [notAccepting, notAccepting])
+        #expect(net.notes(carl) == [])
+        #expect(net.notes(sam) == [])
+        #expect(net[carl].statistics.refusedRequests == 1)
+        #expect(net[sam].statistics.refusedRequests == 1)
+        #expect(
+            net.notes(alice) == [
+                changed(carl, .stateConnecting), changed(sam, .stateConnecting),
+                .connectionFailed(20, .declinedError), changed(carl, .stateAvailable),
+                .connectionFailed(10, .declinedError), changed(sam, .stateAvailable),
+            ])
+        net.expectConsistent()
+    }
+
+    @Test func aSecondRequestFromTheSamePeerIsRefused() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let server = net.add("Server", 10, .server)
+        net.start()
+        net[alice].connect(to: 10, timeout: nil)
+        net.deliver()
+        net.drain()
+        let hello = SessionHello(sessionKey: SessionHello.sessionKey(for: "chess"), peerID: 1, mode: 2, displayName: "Alice").encode()
+        net.injectRequest(hello, from: alice, to: server)
+        net.deliver()
+        let inProgress = SessionDenyReason.inProgress.rawValue
+        #expect(net.denials == [inProgress])
+        #expect(net[server].statistics.refusedRequests == 1)
+        #expect(net.notes(server) == [])
+
+        try net[server].accept(1)
+        net.deliver()
+        #expect(net.notes(alice) == [changed(server, .stateConnected)])
+        #expect(net.notes(server) == [changed(alice, .stateConnected)])
+        // Connected: asked again, the same.
+        net.injectRequest(hello, from: alice, to: server)
+        net.deliver()
+        #expect(net.denials == [inProgress, inProgress])
+        #expect(net[server].statistics.refusedRequests == 2)
+        #expect(net.notes(server) == [])
+        #expect(net.notes(alice) == [])
+        #expect(net[server].peers(in: .stateConnected) == [1])
+        net.expectConsistent()
+    }
+
+    // MARK: - 5. Someone else answers
+
+    @Test func aWelcomeFromAnotherPeerFailsTheConnectionAndClosesTheLink() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        let carol = net.add("Carol", 3, .peer)
+        for peer in [alice, bob, carol] { net[peer].setAvailable(true) }
+        net.sight(alice, bob, at: carol)  // Carol now answers at Bob's address
+        net.drain()
+        net[alice].connect(to: 2, timeout: nil)
+        net.deliver()
+        #expect(net.notes(carol) == [changed(alice, .stateConnecting), .connectionRequest(1)])
+        try net[carol].accept(1)
+        net.deliver()
+        #expect(net.notes(alice) == [changed(bob, .stateConnecting), .connectionFailed(2, .connectionFailedError), changed(bob, .stateAvailable)])
+        #expect(net[alice].peers(in: .stateConnected) == nil)
+        #expect(net[alice].state(of: 3) == nil)
+        #expect(net[alice].displayName(of: 2) == "Bob")
+        #expect(net.links(from: alice, to: carol).isEmpty)
+        #expect(net.links(from: carol, to: alice).isEmpty)
+        #expect(net[carol].peers(in: .stateConnected) == nil)
+        #expect(net[carol].state(of: 1) == nil)
+        #expect(net.notes(bob) == [])
+        net.expectConsistent()
+    }
+
+    // MARK: - 6. Data
+
+    @Test func dataGoesToConnectedPeersOnly() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        let carol = net.add("Carol", 3, .peer)
+        _ = net.add("Dave", 4, .peer)
+        net.start()
+        try net.establish(alice, bob)
+        try net.establish(alice, carol)
+        net.drain()
+
+        try net[alice].send(bytes("hello"), to: [2, 3], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(bob) == [received("hello", from: alice)])
+        #expect(net.notes(carol) == [received("hello", from: alice)])
+        try net[alice].send(bytes("tick"), to: [3, 3], mode: .unreliable)
+        net.deliver()
+        #expect(net.notes(carol) == [received("tick", from: alice, .unreliable)])
+        #expect(net.notes(bob) == [])
+        try net[bob].send(bytes("back"), to: [1], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(alice) == [received("back", from: bob)])
+
+        #expect(throws: GKSessionError.invalidParameterError) { try net[alice].send(bytes("x"), to: [], mode: .reliable) }
+        #expect(throws: GKSessionError.invalidParameterError) { try net[alice].send(bytes("x"), to: [1], mode: .reliable) }
+        #expect(throws: GKSessionError.peerNotFoundError) { try net[alice].send(bytes("x"), to: [2, 99], mode: .reliable) }
+        #expect(throws: GKSessionError.notConnectedError) { try net[alice].send(bytes("x"), to: [2, 4], mode: .unreliable) }
+        #expect(net.deliver() == 0)
+    }
+
+    @Test func aSendIsAllOrNothingWhenOneLinkIsFull() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        let carol = net.add("Carol", 3, .peer)
+        net.start()
+        try net.establish(alice, bob)
+        try net.establish(alice, carol)
+        net.drain()
+
+        net.setFull(alice, to: carol, true)
+        #expect(throws: GKSessionError.systemError) { try net[alice].send(bytes("x"), to: [2, 3], mode: .reliable) }
+        #expect(throws: GKSessionError.systemError) { try net[alice].send(bytes("x"), to: [2, 3], mode: .unreliable) }
+        #expect(net.deliver() == 0)
+        try net[alice].send(bytes("bob only"), to: [2], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(bob) == [received("bob only", from: alice)])
+        #expect(net.notes(carol) == [])
+
+        net.setFull(alice, to: carol, false)
+        net.deliver()
+        try net[alice].send(bytes("both"), to: [2, 3], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(bob) == [received("both", from: alice)])
+        #expect(net.notes(carol) == [received("both", from: alice)])
+        net.expectConsistent()
+    }
+
+    @Test func garbageFromAPeerIsCountedAndDroppedAndTheLinkStaysUp() throws {
+        let net = SessionTestNetwork()
+        let server = net.add("Server", 10, .server)
+        let client = net.add("Client", 20, .client)
+        net.start()
+        try net.establish(client, server)
+        net.drain()
+        var random = SplitMix64(state: 0x5E55_1011_CAFE)
+
+        /// Hands `buffer` to `receiver` and checks the counter: up by one exactly when the
+        /// message cannot be read, or is one the receiver's mode never takes.
+        func feed(_ buffer: ByteBuffer, to receiver: TestPeer, knownBad: Bool) {
+            let sender = receiver == server ? client : server
+            let decoded = try? SessionMessage.decode(buffer)
+            var malformed = decoded == nil
+            switch decoded {
+            case .roster?, .joined?: malformed = receiver == server
+            case .relay?: malformed = receiver == client
+            default: break
+            }
+            if knownBad { #expect(decoded == nil, "not malformed: \(Array(buffer.readableBytesView))") }
+            let before = net[receiver].statistics.malformedMessages
+            net.injectMessage(buffer, from: sender, to: receiver, mode: Bool.random(using: &random) ? .reliable : .unreliable)
+            net.deliver()
+            #expect(net[receiver].statistics.malformedMessages == before + (malformed ? 1 : 0), "\(Array(buffer.readableBytesView))")
+        }
+
+        func count16(_ value: Int) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        for round in 0..<600 {
+            let bad: [UInt8] =
+                switch round % 8 {
+                case 0: []
+                case 1: [UInt8.random(in: 7...255, using: &random)] + random.bytes(Int.random(in: 0..<16, using: &random))  // unknown type
+                case 2: [([1, 4] as [UInt8]).randomElement(using: &random)!] + count16(Int.random(in: 1025...65535, using: &random)) + random.bytes(Int.random(in: 0..<8, using: &random))
+                case 3: [([2, 3, 5, 6] as [UInt8]).randomElement(using: &random)!] + random.bytes(Int.random(in: 0..<4, using: &random))  // a peer ID cut short
+                case 4:
+                    // joined: a name longer than what follows
+                    [2] + random.bytes(4) + [UInt8.random(in: 1...255, using: &random)]
+                case 5:
+                    // roster: fewer bytes than its entries need (each at least 5)
+                    { let count = Int.random(in: 1...64, using: &random); return [1] + count16(count) + random.bytes(Int.random(in: 0..<(5 * count), using: &random)) }()
+                case 6:
+                    // relay: fewer destinations than counted
+                    { let count = Int.random(in: 1...1024, using: &random); return [4] + count16(count) + random.bytes(Int.random(in: 0..<(4 * count), using: &random)) }()
+                default: [([1, 4] as [UInt8]).randomElement(using: &random)!] + random.bytes(Int.random(in: 0...1, using: &random))  // count cut short
+                }
+            feed(ByteBuffer(bytes: bad), to: server, knownBad: true)
+            feed(ByteBuffer(bytes: bad), to: client, knownBad: true)
+        }
+        for _ in 0..<3000 {
+            let type = UInt8.random(in: 0...8, using: &random)
+            let tail = random.bytes(Int.random(in: 0..<40, using: &random))
+            let buffer = ByteBuffer(bytes: [type] + tail)
+            feed(buffer, to: server, knownBad: false)
+            feed(buffer, to: client, knownBad: false)
+        }
+        #expect(net[server].statistics.malformedMessages >= 600)
+        #expect(net[client].statistics.malformedMessages >= 600)
+        net.drain()
+
+        #expect(net[server].state(of: 20) == .stateConnected)
+        #expect(net[client].state(of: 10) == .stateConnected)
+        try net[client].send(bytes("still here"), to: [10], mode: .reliable)
+        try net[server].send(bytes("so am I"), to: [20], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(server) == [received("still here", from: client)])
+        #expect(net.notes(client) == [received("so am I", from: server)])
+        net.expectConsistent()
+    }
+
+    // MARK: - 7. A server's room
+
+    @Test func aServerIntroducesItsClientsToEachOther() throws {
+        let net = SessionTestNetwork()
+        let server = net.add("Server", 10, .server)
+        let ann = net.add("Ann", 1, .client)
+        let ben = net.add("Ben", 2, .client)
+        let cat = net.add("Cat", 3, .client)
+        net.start()
+        try net.establish(ann, server)
+        #expect(net.notes(ann) == [changed(server, .stateConnecting), changed(server, .stateConnected)])
+        #expect(net.notes(server) == [changed(ann, .stateConnecting), .connectionRequest(1), changed(ann, .stateConnected)])
+        try net.establish(ben, server)
+        #expect(net.notes(ben) == [changed(server, .stateConnecting), changed(server, .stateConnected), changed(ann, .stateConnectedRelay)])
+        #expect(net.notes(ann) == [changed(ben, .stateConnectedRelay)])
+        try net.establish(cat, server)
+        #expect(
+            net.notes(cat) == [
+                changed(server, .stateConnecting), changed(server, .stateConnected),
+                changed(ann, .stateConnectedRelay), changed(ben, .stateConnectedRelay),
+            ])
+        #expect(net.notes(ann) == [changed(cat, .stateConnectedRelay)])
+        #expect(net.notes(ben) == [changed(cat, .stateConnectedRelay)])
+        #expect(net[ann].peers(in: .stateConnectedRelay) == [2, 3])
+        #expect(net[ann].peers(in: .stateConnected) == [10])
+        #expect(net[cat].displayName(of: 1) == "Ann")
+        #expect(net[ann].displayName(of: 3) == "Cat")
+        #expect(net[server].peers(in: .stateConnected) == [1, 2, 3])
+        #expect(net[server].peers(in: .stateConnectedRelay) == nil)
+        net.expectConsistent()
+    }
+
+    @Test func relayedDataArrivesFromItsSourceExactlyOnce() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 3)
+        let (ann, ben, cat) = (clients[0], clients[1], clients[2])
+        try net[ann].send(bytes("to ben"), to: [2], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(ben) == [received("to ben", from: ann)])
+        #expect(net.notes(cat) == [])
+        #expect(net.notes(server) == [])
+        try net[ann].send(bytes("quick"), to: [3], mode: .unreliable)
+        net.deliver()
+        #expect(net.notes(cat) == [received("quick", from: ann, .unreliable)])
+
+        let everyone = net[ann].allConnectedPeers
+        #expect(everyone == [2, 3, 10])
+        try net[ann].send(bytes("all"), to: everyone, mode: .reliable)
+        net.deliver()
+        #expect(net.notes(server) == [received("all", from: ann)])
+        #expect(net.notes(ben) == [received("all", from: ann)])
+        #expect(net.notes(cat) == [received("all", from: ann)])
+        #expect(net.notes(ann) == [])
+        #expect(net[server].statistics.relayedMessages == 4)
+        #expect(net[server].statistics.relayDropped == 0)
+
+        try net[server].send(bytes("from the server"), to: [1, 2, 3], mode: .reliable)
+        net.deliver()
+        for client in clients { #expect(net.notes(client) == [received("from the server", from: server)]) }
+        net.expectConsistent()
+    }
+
+    @Test func aLeavingClientIsDisconnectedEverywhere() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 3)
+        let (ann, ben, cat) = (clients[0], clients[1], clients[2])
+        net[cat].disconnectFromAllPeers()
+        net.deliver()
+        #expect(unordered(net.notes(cat)) == unordered([changed(ann, .stateDisconnected), changed(ben, .stateDisconnected), changed(server, .stateDisconnected)]))
+        #expect(net.commands(cat) == [.startBrowsing])
+        #expect(net[cat].peers.isEmpty)
+        #expect(net.notes(ann) == [changed(cat, .stateDisconnected)])
+        #expect(net.notes(ben) == [changed(cat, .stateDisconnected)])
+        #expect(net.notes(server) == [changed(cat, .stateDisconnected)])
+        #expect(net[ann].peers(in: .stateConnectedRelay) == [2])
+        #expect(net[server].peers(in: .stateConnected) == [1, 2])
+        net.expectConsistent()
+    }
+
+    @Test func losingTheServerDisconnectsEveryPeerReachedThroughIt() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 3)
+        let (ann, ben, cat) = (clients[0], clients[1], clients[2])
+        net.loseLink(ann, server)
+        net.deliver()
+        #expect(unordered(net.notes(ann)) == unordered([changed(ben, .stateDisconnected), changed(cat, .stateDisconnected), changed(server, .stateDisconnected)]))
+        #expect(net.commands(ann) == [.startBrowsing])
+        #expect(net[ann].peers.isEmpty)
+        #expect(net.notes(server) == [changed(ann, .stateDisconnected)])
+        #expect(net.notes(ben) == [changed(ann, .stateDisconnected)])
+        #expect(net.notes(cat) == [changed(ann, .stateDisconnected)])
+        net.expectConsistent()
+    }
+
+    @Test func relayedDataFromAnotherThanTheSourcesServerIsDropped() throws {
+        let net = SessionTestNetwork()
+        let first = net.add("First", 10, .server)
+        let second = net.add("Second", 11, .server)
+        let ann = net.add("Ann", 1, .client)
+        let ben = net.add("Ben", 2, .client)
+        net.start()
+        try net.establish(ben, first)
+        net[ann].connect(to: 10, timeout: nil)  // both asked before either answers
+        net[ann].connect(to: 11, timeout: nil)
+        net.deliver()
+        try net[first].accept(1)
+        try net[second].accept(1)
+        net.deliver()
+        #expect(net[ann].peers(in: .stateConnected) == [10, 11])
+        #expect(net[ann].peers(in: .stateConnectedRelay) == [2])
+        net.drain()
+
+        net.injectMessage(SessionMessage.relayed(from: 2, data: bytes("forged")).encode(), from: second, to: ann)
+        net.injectMessage(SessionMessage.left(peerID: 2).encode(), from: second, to: ann)
+        net.deliver()
+        #expect(net.notes(ann) == [])
+        #expect(net[ann].statistics.relayDropped == 1)
+        #expect(net[ann].state(of: 2) == .stateConnectedRelay)
+
+        net.injectMessage(SessionMessage.relayed(from: 2, data: bytes("genuine")).encode(), from: first, to: ann)
+        try net[ben].send(bytes("via first"), to: [1], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(ann) == [received("genuine", from: ben), received("via first", from: ben)])
+        net.expectConsistent()
+    }
+
+    @Test func anUnreliableRelayWithNoRoomIsCountedAsDroppedNotRelayed() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 2)
+        let (ann, ben) = (clients[0], clients[1])
+        net.setFull(server, to: ben, true)
+        try net[ann].send(bytes("lost"), to: [2], mode: .unreliable)
+        net.deliver()
+        #expect(net.notes(ben) == [])
+        #expect(net[server].statistics.relayDropped == 1)
+        withKnownIssue("SessionMachine.relay counts relayedMessages before an unreliable send that then fails") {
+            #expect(net[server].statistics.relayedMessages == 0)
+        }
+    }
+
+    // MARK: - 8. Disconnecting a peer from everyone
+
+    @Test func droppingAPeerInAMeshDisconnectsItFromEveryone() throws {
+        let (net, alice, bob, carol) = try SessionTestNetwork.mesh()
+        net[alice].disconnectPeerFromAllPeers(3)
+        net.deliver()
+        #expect(net[alice].peers(in: .stateConnected) == [2])
+        #expect(net[bob].peers(in: .stateConnected) == [1])
+        #expect(net[carol].peers(in: .stateConnected) == nil)
+        #expect(net.links(from: carol, to: alice).isEmpty)
+        #expect(net.links(from: carol, to: bob).isEmpty)
+        #expect(net.links(from: alice, to: bob).count == 1)
+        #expect(net.notes(alice) == [changed(carol, .stateDisconnected), changed(carol, .stateAvailable)])
+        #expect(net.notes(bob) == [changed(carol, .stateDisconnected), changed(carol, .stateAvailable)])
+        #expect(
+            unordered(net.notes(carol)) == unordered([
+                changed(alice, .stateDisconnected), changed(alice, .stateAvailable),
+                changed(bob, .stateDisconnected), changed(bob, .stateAvailable),
+            ]))
+        net.expectConsistent()
+    }
+
+    @Test func droppingOneselfLeavesEveryone() throws {
+        let (net, alice, bob, carol) = try SessionTestNetwork.mesh()
+        net[alice].disconnectPeerFromAllPeers(1)
+        net.deliver()
+        #expect(net[alice].peers(in: .stateConnected) == nil)
+        #expect(net[bob].peers(in: .stateConnected) == [3])
+        #expect(net[carol].peers(in: .stateConnected) == [2])
+        #expect(net.notes(bob) == [changed(alice, .stateDisconnected), changed(alice, .stateAvailable)])
+        #expect(net.notes(carol) == [changed(alice, .stateDisconnected), changed(alice, .stateAvailable)])
+        net.expectConsistent()
+    }
+
+    @Test func disconnectingFromAllPeersLeavesTheOthersConnected() throws {
+        let (net, alice, bob, carol) = try SessionTestNetwork.mesh()
+        net[bob].disconnectFromAllPeers()
+        net.deliver()
+        #expect(net[bob].peers(in: .stateConnected) == nil)
+        #expect(net[alice].peers(in: .stateConnected) == [3])
+        #expect(net[carol].peers(in: .stateConnected) == [1])
+        #expect(net.notes(alice) == [changed(bob, .stateDisconnected), changed(bob, .stateAvailable)])
+        #expect(net.commands(bob) == [.advertise(busy: false)])
+        net.expectConsistent()
+    }
+
+    @Test func droppingAPeerInAServersRoom() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 3)
+        let (ann, ben, cat) = (clients[0], clients[1], clients[2])
+        // A client asks (through the server) to drop another.
+        net[ann].disconnectPeerFromAllPeers(3)
+        net.deliver()
+        #expect(net.notes(ann) == [changed(cat, .stateDisconnected)])
+        #expect(net.notes(ben) == [changed(cat, .stateDisconnected)])
+        #expect(net.notes(server) == [changed(cat, .stateDisconnected)])
+        #expect(unordered(net.notes(cat)) == unordered([changed(ann, .stateDisconnected), changed(ben, .stateDisconnected), changed(server, .stateDisconnected)]))
+        #expect(net[cat].peers.isEmpty)
+        #expect(net[server].peers(in: .stateConnected) == [1, 2])
+
+        // The server drops one.
+        net[server].disconnectPeerFromAllPeers(2)
+        net.deliver()
+        #expect(net[server].peers(in: .stateConnected) == [1])
+        #expect(net.notes(ann) == [changed(ben, .stateDisconnected)])
+        #expect(unordered(net.notes(ben)) == unordered([changed(ann, .stateDisconnected), changed(server, .stateDisconnected)]))
+        #expect(net[ben].peers.isEmpty)
+        #expect(net[ann].peers(in: .stateConnectedRelay) == nil)
+        net.expectConsistent()
+    }
+
+    // MARK: - 9. The outbox
+
+    @Test func controlMessagesWaitForRoomAndGoOutInOrder() throws {
+        let net = SessionTestNetwork()
+        let server = net.add("Server", 10, .server)
+        let ann = net.add("Ann", 1, .client)
+        let ben = net.add("Ben", 2, .client)
+        let cat = net.add("Cat", 3, .client)
+        net.start()
+        try net.establish(ann, server)
+        net.drain()
+
+        net.setFull(server, to: ann, true)
+        try net.establish(ben, server)
+        #expect(net.notes(ann) == [])  // "joined" waits
+        #expect(net.notes(ben) == [changed(server, .stateConnecting), changed(server, .stateConnected), changed(ann, .stateConnectedRelay)])
+        #expect(throws: GKSessionError.systemError) { try net[server].send(bytes("x"), to: [1], mode: .reliable) }
+        #expect(throws: GKSessionError.systemError) { try net[server].send(bytes("x"), to: [1, 2], mode: .reliable) }
+        try net[server].send(bytes("to ben"), to: [2], mode: .reliable)
+        try net[ben].send(bytes("hi ann"), to: [1], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(ben) == [received("to ben", from: server)])
+        try net.establish(cat, server)
+        #expect(net.notes(ann) == [])
+        net.expectConsistent()
+
+        net.setFull(server, to: ann, false)
+        net.deliver()
+        #expect(net.notes(ann) == [changed(ben, .stateConnectedRelay), received("hi ann", from: ben), changed(cat, .stateConnectedRelay)])
+        #expect(net[server].outboxes.isEmpty)
+        try net[server].send(bytes("now"), to: [1], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(ann) == [received("now", from: server)])
+        #expect(net[server].statistics.overloadedLinks == 0)
+        net.expectConsistent()
+    }
+
+    @Test func aPeerThatFallsTooFarBehindIsDisconnected() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 2)
+        let (ann, ben) = (clients[0], clients[1])
+        net.setFull(server, to: ann, true)
+        try net[ben].send(bytes("small"), to: [1], mode: .reliable)
+        net.deliver()
+        #expect(net[server].statistics.overloadedLinks == 0)
+        try net[ben].send(ByteBuffer(repeating: 7, count: SessionMachine.outboxLimit), to: [1], mode: .reliable)
+        net.deliver()
+        #expect(net[server].statistics.overloadedLinks == 1)
+        #expect(net.notes(server) == [changed(ann, .stateDisconnected)])
+        #expect(net.notes(ben) == [changed(ann, .stateDisconnected)])
+        #expect(unordered(net.notes(ann)) == unordered([changed(ben, .stateDisconnected), changed(server, .stateDisconnected)]))
+        #expect(net[server].outboxes.isEmpty)
+        #expect(net.links(from: server, to: ann).isEmpty)
+        net.expectConsistent()
+    }
+
+    // MARK: - 10. Listing peers by state
+
+    @Test func peersAreListedByState() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        let carol = net.add("Carol", 3, .peer)
+        let dave = net.add("Dave", 4, .peer)
+        let server = net.add("Server", 10, .server)
+        let eve = net.add("Eve", 5, .client)
+        for state in GKPeerConnectionState.allCases { #expect(net[alice].peers(in: state) == nil) }
+        net.start()
+        net.sight(alice, dave, busy: true)
+        #expect(net[alice].peers(in: .stateAvailable) == [2, 3, 10])
+        #expect(net[alice].peers(in: .stateUnavailable) == [4])
+        try net.establish(eve, server)
+
+        net[alice].connect(to: 2, timeout: nil)
+        net.deliver()
+        #expect(net[alice].peers(in: .stateConnecting) == [2])
+        #expect(net[bob].peers(in: .stateConnecting) == [1])
+        net[carol].connect(to: 1, timeout: nil)
+        net.deliver()
+        #expect(net[alice].peers(in: .stateConnecting) == [2, 3])  // both directions
+        #expect(net[alice].peers(in: .stateAvailable) == [10])
+        try net[bob].accept(1)
+        net.deliver()
+        #expect(net[alice].peers(in: .stateConnected) == [2])
+        #expect(net[alice].peers(in: .stateConnecting) == [3])
+        try net.establish(alice, server)
+        #expect(net[alice].peers(in: .stateConnected) == [2, 10])
+        #expect(net[alice].peers(in: .stateConnectedRelay) == [5])
+        #expect(net[alice].peers(in: .stateAvailable) == nil)
+        #expect(net[alice].peers(in: .stateDisconnected) == nil)
+
+        net[alice].deny(3)
+        net[alice].disconnectFromAllPeers()
+        net.deliver()
+        #expect(net[alice].peers(in: .stateConnecting) == nil)
+        #expect(net[alice].peers(in: .stateConnected) == nil)
+        #expect(net[alice].peers(in: .stateConnectedRelay) == nil)
+        #expect(net[alice].peers(in: .stateAvailable) == [2, 3, 10])
+        net[alice].setAvailable(false)
+        for state in GKPeerConnectionState.allCases { #expect(net[alice].peers(in: state) == nil) }
+        net.expectConsistent()
+    }
+}
