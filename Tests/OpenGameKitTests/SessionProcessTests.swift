@@ -96,3 +96,22 @@ struct SessionProcessTests {
         #expect(Self.states(result, "S", name: "Bob").last == "connected", "\(output)")
     }
 }
+
+/// gk-bench's session harness on a short run: both works produce complete lines and deliver
+/// everything (correctness only; the figures are the benchmark's business).
+@Suite("Session benchmark harness")
+struct SessionBenchmarkHarnessTests {
+    @Test func sessionBenchmarkProducesCompleteJSON() async throws {
+        let result = try await SandboxScript.run("gk-bench session --quick --rounds 3 --clients 8 --json 2>/dev/null", timeout: 300)
+        let lines = Dictionary(result.objects.compactMap { object in (object["work"] as? String).map { ($0, object) } }) { first, _ in first }
+        let connect = try #require(lines["connect"], "\(result.lines)")
+        let fanout = try #require(lines["fanout-64"], "\(result.lines)")
+        for line in [connect, fanout] {
+            for key in ["p50_ms", "p99_ms", "delivered", "expected"] { #expect(line[key] != nil, "\(key) missing") }
+            #expect(line["delivered"] as? Int == line["expected"] as? Int)
+        }
+        #expect(connect["p50_ms"] is Double && connect["anchor_p50_ms"] is Double)
+        #expect(fanout["cpu_pct"] is Double && (fanout["expected"] as? Int ?? 0) > 0)
+        #expect(fanout["connected"] as? Int == 8)
+    }
+}
