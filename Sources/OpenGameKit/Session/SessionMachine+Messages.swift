@@ -176,10 +176,12 @@ extension SessionMachine {
                 continue
             }
             let message = SessionMessage.relayed(from: source, data: data).encode()
-            self.statistics.relayedMessages += 1
             if mode == .reliable {
                 self.enqueue(encoded: message, on: link)
-            } else if (try? self.links.send(message, on: link, mode: .unreliable)) == nil {
+                self.statistics.relayedMessages += 1
+            } else if (try? self.links.send(message, on: link, mode: .unreliable)) != nil {
+                self.statistics.relayedMessages += 1
+            } else {
                 self.statistics.relayDropped += 1
             }
         }
