@@ -32,6 +32,8 @@ private struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
     mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) } }
+    mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
+    mutating func pick(_ values: UInt8...) -> UInt8 { values.randomElement(using: &self)! }
 }
 
 extension SessionTestNetwork {
@@ -125,6 +127,8 @@ struct SessionMachineTests {
         #expect(net.commands(client) == [.stopBrowsing])
         #expect(net.commands(peer) == [.withdraw, .stopBrowsing])
         for session in [server, client, peer] { #expect(net.notes(session) == []) }
+        net[peer].discoveryFailed()
+        #expect(net.notes(peer) == [.failed(.cannotEnableError)])
     }
 
     @Test func goingUnavailableReportsSightedPeersUnavailableAndForgetsThem() {
@@ -233,6 +237,7 @@ struct SessionMachineTests {
         let server = net.add("Server", 10, .server)
         net.start()
         net[alice].connect(to: 10, timeout: nil)
+        net[alice].connect(to: 10, timeout: nil)  // already connecting: nothing more
         #expect(net.notes(alice) == [changed(server, .stateConnecting)])
         #expect(net[server].displayName(of: 1) == nil)
         #expect(net.deliver() == 1)
@@ -350,8 +355,10 @@ struct SessionMachineTests {
         net.expectConsistent()
     }
 
-    @Test(arguments: [false, true])
-    func whenBothAskAtOnceExactlyOneRequestGoesAhead(higherAsksFirst: Bool) throws {
+    /// Both ask before either request arrives. `acceptEarly`: the request that goes ahead is
+    /// accepted as soon as it arrives, before the refusal of the other reaches its sender.
+    @Test(arguments: [(false, false), (true, false), (false, true), (true, true)])
+    func whenBothAskAtOnceExactlyOneRequestGoesAhead(higherAsksFirst: Bool, acceptEarly: Bool) throws {
         let net = SessionTestNetwork()
         let alice = net.add("Alice", 1, .peer)
         let bob = net.add("Bob", 2, .peer)
@@ -363,25 +370,61 @@ struct SessionMachineTests {
             net[alice].connect(to: 2, timeout: nil)
             net[bob].connect(to: 1, timeout: nil)
         }
-        net.deliver()
-        let aliceNotes = net.notes(alice)
-        let bobNotes = net.notes(bob)
+        var aliceNotes: [SessionNotification] = []
+        var bobNotes: [SessionNotification] = []
+        var accepted = false
+        while net.deliverNext() {
+            aliceNotes += net.notes(alice)
+            bobNotes += net.notes(bob)
+            if acceptEarly, !accepted, bobNotes.contains(.connectionRequest(1)) {
+                try net[bob].accept(1)
+                accepted = true
+            }
+        }
         let inProgress =
             aliceNotes.filter { $0 == .connectionFailed(2, .inProgressError) }.count
             + bobNotes.filter { $0 == .connectionFailed(1, .inProgressError) }.count
         #expect(inProgress == 1)
-        let aliceAsked = aliceNotes.contains(.connectionRequest(2))
-        let bobAsked = bobNotes.contains(.connectionRequest(1))
-        #expect(aliceAsked != bobAsked)
-        #expect(net[alice].statistics.refusedRequests + net[bob].statistics.refusedRequests == 1)
+        // The lower peer ID's request goes ahead: Bob is asked, and hears that his own failed.
+        #expect(bobNotes.contains(.connectionFailed(1, .inProgressError)))
+        #expect(bobNotes.contains(.connectionRequest(1)))
+        #expect(!aliceNotes.contains(.connectionRequest(2)))
+        #expect(net[alice].statistics.refusedRequests == 1)
+        #expect(net[bob].statistics.refusedRequests == 0)
+        #expect(net.denials == [SessionDenyReason.inProgress.rawValue])
 
-        if aliceAsked { try net[alice].accept(2) } else { try net[bob].accept(1) }
-        net.deliver()
-        #expect(net.notes(alice) == [changed(bob, .stateConnected)])
-        #expect(net.notes(bob) == [changed(alice, .stateConnected)])
+        if !acceptEarly {
+            try net[bob].accept(1)
+            net.deliver()
+            #expect(net.notes(alice) == [changed(bob, .stateConnected)])
+            #expect(net.notes(bob) == [changed(alice, .stateConnected)])
+        }
+        #expect(net[alice].peers(in: .stateConnected) == [2])
+        #expect(net[bob].peers(in: .stateConnected) == [1])
+        #expect(net[alice].peers(in: .stateConnecting) == nil)
+        #expect(net[bob].peers(in: .stateConnecting) == nil)
         #expect(net.links(from: alice, to: bob).count == 1)
         #expect(net.links(from: bob, to: alice).count == 1)
         net.expectConsistent()
+    }
+
+    @Test func aFailedAcceptLeavesNoRequestBehind() throws {
+        let (net, alice, bob) = self.pendingRequest()
+        net.failAccepts = true
+        #expect(throws: GKSessionError.connectionFailedError) { try net[bob].accept(1) }
+        net.failAccepts = false
+        net.deliver()
+        #expect(net.notes(alice) == [.connectionFailed(2, .connectionFailedError), changed(bob, .stateAvailable)])
+        #expect(net[alice].statistics.authenticationFailures == 1)
+        // The transport has forgotten the request; the session should too, and hear Alice's next one.
+        withKnownIssue("SessionMachine.accept keeps the incoming request when the transport's accept throws") {
+            #expect(net[bob].peers(in: .stateConnecting) == nil)
+            #expect(net[bob].requestOwners.isEmpty)
+            net[alice].connect(to: 2, timeout: nil)
+            net.deliver()
+            #expect(net.notes(bob).contains(.connectionRequest(1)))
+            #expect(net[bob].statistics.refusedRequests == 0)
+        }
     }
 
     // MARK: - 4. Refusals the application never sees
@@ -507,6 +550,7 @@ struct SessionMachineTests {
         #expect(net[alice].displayName(of: 2) == "Bob")
         #expect(net.links(from: alice, to: carol).isEmpty)
         #expect(net.links(from: carol, to: alice).isEmpty)
+        #expect(net.closeCodes == [SessionMachine.closeWrongPeer])
         #expect(net[carol].peers(in: .stateConnected) == nil)
         #expect(net[carol].state(of: 1) == nil)
         #expect(net.notes(bob) == [])
@@ -542,7 +586,11 @@ struct SessionMachineTests {
         #expect(throws: GKSessionError.invalidParameterError) { try net[alice].send(bytes("x"), to: [1], mode: .reliable) }
         #expect(throws: GKSessionError.peerNotFoundError) { try net[alice].send(bytes("x"), to: [2, 99], mode: .reliable) }
         #expect(throws: GKSessionError.notConnectedError) { try net[alice].send(bytes("x"), to: [2, 4], mode: .unreliable) }
+        net.messageLimit = 100  // the one-byte header makes 100 bytes of data too many
+        #expect(throws: GKSessionError.dataTooBigError) { try net[alice].send(ByteBuffer(repeating: 0, count: 100), to: [2, 3], mode: .reliable) }
         #expect(net.deliver() == 0)
+        try net[alice].send(ByteBuffer(repeating: 0, count: 99), to: [2], mode: .reliable)
+        #expect(net.deliver() == 1)
     }
 
     @Test func aSendIsAllOrNothingWhenOneLinkIsFull() throws {
@@ -601,31 +649,30 @@ struct SessionMachineTests {
         }
 
         func count16(_ value: Int) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        /// A message that cannot be read, of one of eight kinds.
+        func unreadable(_ kind: Int) -> [UInt8] {
+            switch kind {
+            case 0: return []
+            case 1: return [UInt8(random.int(7...255))] + random.bytes(random.int(0...15))  // unknown type
+            case 2: return [random.pick(1, 4)] + count16(random.int(1025...65535)) + random.bytes(random.int(0...7))  // too many peers
+            case 3: return [random.pick(2, 3, 5, 6)] + random.bytes(random.int(0...3))  // a peer ID cut short
+            case 4: return [2] + random.bytes(4) + [UInt8(random.int(1...255))]  // joined: a name longer than what follows
+            case 5:  // roster: fewer bytes than its entries need (at least 5 each)
+                let count = random.int(1...64)
+                return [1] + count16(count) + random.bytes(random.int(0...(5 * count - 1)))
+            case 6:  // relay: fewer destinations than counted
+                let count = random.int(1...1024)
+                return [4] + count16(count) + random.bytes(random.int(0...(4 * count - 1)))
+            default: return [random.pick(1, 4)] + random.bytes(random.int(0...1))  // the count cut short
+            }
+        }
         for round in 0..<600 {
-            let bad: [UInt8] =
-                switch round % 8 {
-                case 0: []
-                case 1: [UInt8.random(in: 7...255, using: &random)] + random.bytes(Int.random(in: 0..<16, using: &random))  // unknown type
-                case 2: [([1, 4] as [UInt8]).randomElement(using: &random)!] + count16(Int.random(in: 1025...65535, using: &random)) + random.bytes(Int.random(in: 0..<8, using: &random))
-                case 3: [([2, 3, 5, 6] as [UInt8]).randomElement(using: &random)!] + random.bytes(Int.random(in: 0..<4, using: &random))  // a peer ID cut short
-                case 4:
-                    // joined: a name longer than what follows
-                    [2] + random.bytes(4) + [UInt8.random(in: 1...255, using: &random)]
-                case 5:
-                    // roster: fewer bytes than its entries need (each at least 5)
-                    { let count = Int.random(in: 1...64, using: &random); return [1] + count16(count) + random.bytes(Int.random(in: 0..<(5 * count), using: &random)) }()
-                case 6:
-                    // relay: fewer destinations than counted
-                    { let count = Int.random(in: 1...1024, using: &random); return [4] + count16(count) + random.bytes(Int.random(in: 0..<(4 * count), using: &random)) }()
-                default: [([1, 4] as [UInt8]).randomElement(using: &random)!] + random.bytes(Int.random(in: 0...1, using: &random))  // count cut short
-                }
+            let bad = unreadable(round % 8)
             feed(ByteBuffer(bytes: bad), to: server, knownBad: true)
             feed(ByteBuffer(bytes: bad), to: client, knownBad: true)
         }
         for _ in 0..<3000 {
-            let type = UInt8.random(in: 0...8, using: &random)
-            let tail = random.bytes(Int.random(in: 0..<40, using: &random))
-            let buffer = ByteBuffer(bytes: [type] + tail)
+            let buffer = ByteBuffer(bytes: [UInt8(random.int(0...8))] + random.bytes(random.int(0...39)))
             feed(buffer, to: server, knownBad: false)
             feed(buffer, to: client, knownBad: false)
         }
@@ -697,6 +744,15 @@ struct SessionMachineTests {
         #expect(net.notes(ann) == [])
         #expect(net[server].statistics.relayedMessages == 4)
         #expect(net[server].statistics.relayDropped == 0)
+
+        // A relay naming its own sender (and the server) is not sent back.
+        net.injectMessage(SessionMessage.relay(to: [1, 2, 10], data: bytes("echo")).encode(), from: ann, to: server)
+        net.deliver()
+        #expect(net.notes(server) == [received("echo", from: ann)])
+        #expect(net.notes(ben) == [received("echo", from: ann)])
+        #expect(net.notes(ann) == [])
+        #expect(net[server].statistics.relayedMessages == 5)
+        #expect(net[server].statistics.relayDropped == 1)
 
         try net[server].send(bytes("from the server"), to: [1, 2, 3], mode: .reliable)
         net.deliver()
@@ -775,6 +831,23 @@ struct SessionMachineTests {
         #expect(net.notes(ben) == [])
         #expect(net[server].statistics.relayDropped == 1)
         #expect(net[server].statistics.relayedMessages == 0)
+    }
+
+    @Test func aRelayToMoreThan1024PeersIsSplit() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 1)
+        let ann = clients[0]
+        // The server names 1030 others (who are not really there).
+        let entries = (1000..<2030).map { SessionPeerEntry(peerID: UInt32($0), displayName: "P\($0)") }
+        net.injectMessage(SessionMessage.roster(Array(entries.prefix(1024))).encode(), from: server, to: ann)
+        for entry in entries.dropFirst(1024) { net.injectMessage(SessionMessage.joined(entry).encode(), from: server, to: ann) }
+        net.deliver()
+        #expect(net[ann].peers(in: .stateConnectedRelay)?.count == 1030)
+        net.drain()
+        try net[ann].send(bytes("crowd"), to: net[ann].allConnectedPeers, mode: .reliable)
+        net.deliver()
+        #expect(net.notes(server) == [received("crowd", from: ann)])
+        #expect(net[server].statistics.malformedMessages == 0)
+        #expect(net[server].statistics.relayDropped == 1030)
     }
 
     // MARK: - 8. Disconnecting a peer from everyone
@@ -873,9 +946,17 @@ struct SessionMachineTests {
         #expect(net.notes(ann) == [])
         net.expectConsistent()
 
+        // Room comes back, but until the server has heard so its reliable data must not overtake
+        // what waits; unreliable data is not held back.
         net.setFull(server, to: ann, false)
+        #expect(throws: GKSessionError.systemError) { try net[server].send(bytes("x"), to: [1], mode: .reliable) }
+        try net[server].send(bytes("quick"), to: [1], mode: .unreliable)
         net.deliver()
-        #expect(net.notes(ann) == [changed(ben, .stateConnectedRelay), received("hi ann", from: ben), changed(cat, .stateConnectedRelay)])
+        #expect(
+            net.notes(ann) == [
+                received("quick", from: server, .unreliable),
+                changed(ben, .stateConnectedRelay), received("hi ann", from: ben), changed(cat, .stateConnectedRelay),
+            ])
         #expect(net[server].outboxes.isEmpty)
         try net[server].send(bytes("now"), to: [1], mode: .reliable)
         net.deliver()
@@ -894,6 +975,7 @@ struct SessionMachineTests {
         try net[ben].send(ByteBuffer(repeating: 7, count: SessionMachine.outboxLimit), to: [1], mode: .reliable)
         net.deliver()
         #expect(net[server].statistics.overloadedLinks == 1)
+        #expect(net.closeCodes == [SessionMachine.closeOverloaded])
         #expect(net.notes(server) == [changed(ann, .stateDisconnected)])
         #expect(net.notes(ben) == [changed(ann, .stateDisconnected)])
         #expect(unordered(net.notes(ann)) == unordered([changed(ben, .stateDisconnected), changed(server, .stateDisconnected)]))

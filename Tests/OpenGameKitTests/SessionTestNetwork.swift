@@ -23,45 +23,33 @@ final class SessionTestNetwork: @unchecked Sendable {
         unowned let network: SessionTestNetwork
         let node: Int
 
-        init(network: SessionTestNetwork, node: Int) {
-            self.network = network
-            self.node = node
-        }
+        init(network: SessionTestNetwork, node: Int) { (self.network, self.node) = (network, node) }
 
         func connect(to address: SocketAddress, payload: ByteBuffer, timeout: TimeAmount?) throws(TransportError) -> LinkID {
             self.network.connect(from: self.node, to: address, payload: payload)
         }
         func cancelConnect(_ link: LinkID) -> Bool { self.network.cancelConnect(link, by: self.node) }
-        func accept(_ request: ConnectionRequest.ID, payload: ByteBuffer) throws(TransportError) -> LinkID {
-            try self.network.accept(request, by: self.node, payload: payload)
+        func accept(_ id: ConnectionRequest.ID, payload: ByteBuffer) throws(TransportError) -> LinkID {
+            try self.network.accept(id, by: self.node, payload: payload)
         }
-        func deny(_ request: ConnectionRequest.ID, code: UInt16) throws(TransportError) {
-            try self.network.deny(request, by: self.node, code: code)
-        }
+        func deny(_ id: ConnectionRequest.ID, code: UInt16) throws(TransportError) { try self.network.deny(id, by: self.node, code: code) }
         func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode) throws(TransportError) {
             try self.network.send([(message, link)], by: self.node, mode: mode)
         }
         func send(_ batch: [(message: ByteBuffer, link: LinkID)], mode: SendMode) throws(TransportError) {
             try self.network.send(batch, by: self.node, mode: mode)
         }
-        func close(_ link: LinkID, code: UInt16) throws(TransportError) {
-            try self.network.close(link, by: self.node, code: code)
-        }
+        func close(_ link: LinkID, code: UInt16) throws(TransportError) { try self.network.close(link, by: self.node, code: code) }
     }
 
     private struct Request {
-        var initiator: Int
-        var link: LinkID  // the initiator's
-        var responder: Int
+        var initiator: Int, link: LinkID, responder: Int  // the link is the initiator's
         var payload: ByteBuffer
         var delivered = false
     }
 
     /// One end of a link: whose it is and the other end (nil while the initiator waits for an answer).
-    private struct End {
-        var node: Int
-        var peer: LinkID?
-    }
+    private struct End { var node: Int, peer: LinkID? }
 
     private(set) var machines: [SessionMachine] = []
     private var names: [String] = []
@@ -75,8 +63,13 @@ final class SessionTestNetwork: @unchecked Sendable {
     private var refusedForSpace: Set<LinkID> = []
     private var nextLink: UInt32 = 1
     private var nextRequest: UInt64 = 1
-    /// Every deny code the machines answered requests with, in order.
-    private(set) var denials: [UInt16] = []
+    /// Every deny code the machines answered requests with, and every close code, in order.
+    private(set) var denials: [UInt16] = [], closeCodes: [UInt16] = []
+    /// The largest message a link takes (the transport's limit), or none.
+    var messageLimit = Int.max
+    /// Accepts fail as for an initiator's low-order key: the transport forgets the request,
+    /// throws ``TransportError/authenticationFailed`` and fails the initiator the same way.
+    var failAccepts = false
 
     subscript(peer: TestPeer) -> SessionMachine {
         get { self.machines[peer.index] }
@@ -89,12 +82,8 @@ final class SessionTestNetwork: @unchecked Sendable {
             peerID: peerID, displayName: name, mode: mode, sessionKey: SessionHello.sessionKey(for: sessionID))
         self.machines.append(SessionMachine(identity: identity, links: Port(network: self, node: index)))
         self.names.append(name)
-        self.addresses.append(Self.address(of: index))
+        self.addresses.append(try! SocketAddress(ipAddress: "127.0.0.1", port: 40000 + index))
         return TestPeer(index: index, peerID: peerID)
-    }
-
-    static func address(of index: Int) -> SocketAddress {
-        try! SocketAddress(ipAddress: "127.0.0.1", port: 40000 + index)
     }
 
     // MARK: - Test controls
@@ -109,16 +98,18 @@ final class SessionTestNetwork: @unchecked Sendable {
     @discardableResult
     func deliver() -> Int {
         var count = 0
-        while !self.queue.isEmpty {
-            let (node, event) = self.queue.removeFirst()
-            self.dispatch(event, to: node)
-            count += 1
-            if count > 1_000_000 {
-                Issue.record("the machines never stop talking")
-                return count
-            }
-        }
+        while count < 1_000_000, self.deliverNext() { count += 1 }
+        if count == 1_000_000 { Issue.record("the machines never stop talking") }
         return count
+    }
+
+    /// Hands the oldest queued event to its machine; false when there was none.
+    @discardableResult
+    func deliverNext() -> Bool {
+        guard !self.queue.isEmpty else { return false }
+        let (node, event) = self.queue.removeFirst()
+        self.dispatch(event, to: node)
+        return true
     }
 
     /// `a` connects to `b`, `b` accepts, and everything is delivered.
@@ -142,18 +133,13 @@ final class SessionTestNetwork: @unchecked Sendable {
         self.ends.filter { $0.value.node == a.index && $0.value.peer.flatMap { self.ends[$0]?.node } == b.index }.map(\.key)
     }
 
-    func link(from a: TestPeer, to b: TestPeer) -> LinkID? { self.links(from: a, to: b).first }
-
     /// Every link `peer` holds at the transport: open, accepted, or being opened.
     func linkEnds(of peer: TestPeer) -> Set<LinkID> { Set(self.ends.filter { $0.value.node == peer.index }.keys) }
 
     /// Fills (or empties) the send buffer of `a`'s link to `b`. Emptying it reports room to
     /// `a` when a send had failed for want of it.
     func setFull(_ a: TestPeer, to b: TestPeer, _ isFull: Bool) {
-        guard let link = self.link(from: a, to: b) else {
-            Issue.record("no link")
-            return
-        }
+        guard let link = self.links(from: a, to: b).first else { return self.missing("no link") }
         if isFull {
             self.full.insert(link)
         } else if self.full.remove(link) != nil, self.refusedForSpace.remove(link) != nil {
@@ -164,10 +150,7 @@ final class SessionTestNetwork: @unchecked Sendable {
     /// `a`'s connection attempt to `b` times out on both sides.
     func timeOutConnect(from a: TestPeer, to b: TestPeer) {
         guard let (id, request) = self.requests.first(where: { $0.value.initiator == a.index && $0.value.responder == b.index }).map({ ($0.key, $0.value) })
-        else {
-            Issue.record("no connection attempt")
-            return
-        }
+        else { return self.missing("no connection attempt") }
         self.requests[id] = nil
         self.ends[request.link] = nil
         self.queue.append((a.index, .connectFailed(request.link, .timedOut)))
@@ -176,10 +159,7 @@ final class SessionTestNetwork: @unchecked Sendable {
 
     /// The link between `a` and `b` goes silent: both sides time out.
     func loseLink(_ a: TestPeer, _ b: TestPeer) {
-        guard let link = self.link(from: a, to: b), let peer = self.ends[link]?.peer else {
-            Issue.record("no link")
-            return
-        }
+        guard let link = self.links(from: a, to: b).first, let peer = self.ends[link]?.peer else { return self.missing("no link") }
         self.ends[link] = nil
         self.ends[peer] = nil
         self.queue.append((a.index, .linkClosed(link, .timedOut)))
@@ -195,19 +175,22 @@ final class SessionTestNetwork: @unchecked Sendable {
 
     /// `b` receives `message` from `a` on their link, as if `a`'s machine had sent it.
     func injectMessage(_ message: ByteBuffer, from a: TestPeer, to b: TestPeer, mode: SendMode = .reliable) {
-        guard let link = self.link(from: b, to: a) else {
-            Issue.record("no link")
-            return
-        }
+        guard let link = self.links(from: b, to: a).first else { return self.missing("no link") }
         self.queue.append((b.index, .received(message, link: link, mode: mode)))
     }
 
+    private func missing(_ what: Comment) { Issue.record(what) }
+
     // MARK: - Transport operations
 
+    private func newLink() -> LinkID {
+        defer { self.nextLink += 1 }
+        return LinkID(rawValue: self.nextLink)
+    }
+
     private func connect(from node: Int, to address: SocketAddress, payload: ByteBuffer) -> LinkID {
-        let link = LinkID(rawValue: self.nextLink)
-        self.nextLink += 1
-        self.ends[link] = End(node: node)
+        let link = self.newLink()
+        self.ends[link] = End(node: node, peer: nil)
         // Nobody at that address: only a timeout ends the attempt.
         guard let responder = self.addresses.firstIndex(of: address) else { return link }
         let id = ConnectionRequest.ID(rawValue: self.nextRequest)
@@ -235,8 +218,12 @@ final class SessionTestNetwork: @unchecked Sendable {
     private func accept(_ id: ConnectionRequest.ID, by node: Int, payload: ByteBuffer) throws(TransportError) -> LinkID {
         guard let request = self.requests[id], request.responder == node, request.delivered else { throw .unknownConnectionRequest }
         self.requests[id] = nil
-        let link = LinkID(rawValue: self.nextLink)
-        self.nextLink += 1
+        if self.failAccepts {
+            self.ends[request.link] = nil
+            self.queue.append((request.initiator, .connectFailed(request.link, .authenticationFailed)))
+            throw .authenticationFailed
+        }
+        let link = self.newLink()
         self.ends[link] = End(node: node, peer: request.link)
         self.ends[request.link]!.peer = link
         self.answered.insert(request.link)
@@ -256,8 +243,9 @@ final class SessionTestNetwork: @unchecked Sendable {
     /// All or nothing, like the transport's batch send.
     private func send(_ batch: [(message: ByteBuffer, link: LinkID)], by node: Int, mode: SendMode) throws(TransportError) {
         var receivers: [(node: Int, link: LinkID)] = []
-        for (_, link) in batch {
+        for (message, link) in batch {
             guard let end = self.ends[link], end.node == node, let peer = end.peer, let other = self.ends[peer] else { throw .linkNotOpen }
+            guard message.readableBytes <= self.messageLimit else { throw .dataTooBig(size: message.readableBytes, limit: self.messageLimit) }
             if self.full.contains(link) {
                 self.refusedForSpace.insert(link)
                 throw .bufferFull
@@ -273,6 +261,7 @@ final class SessionTestNetwork: @unchecked Sendable {
         guard let end = self.ends[link], end.node == node, let peer = end.peer else { throw .linkNotOpen }
         self.ends[link] = nil
         self.answered.remove(link)
+        self.closeCodes.append(code)
         self.queue.append((node, .linkClosed(link, .closedLocally(code: code))))
         if let other = self.ends.removeValue(forKey: peer) {
             self.queue.append((other.node, .linkClosed(peer, .closedByPeer(code: code))))
