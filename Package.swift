@@ -92,6 +92,7 @@ let package = Package(
             name: "gk-link",
             dependencies: [
                 "GameKitTransport",
+                "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

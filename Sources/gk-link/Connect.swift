@@ -3,6 +3,7 @@ import Foundation
 import GameKitTransport
 import NIOConcurrencyHelpers
 import NIOCore
+import NetworkImpairment
 
 /// Opens a link, sends numbered messages as fast as the link takes them, closes it gracefully.
 struct Connect: AsyncParsableCommand {

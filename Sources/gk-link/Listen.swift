@@ -3,6 +3,7 @@ import Foundation
 import GameKitTransport
 import NIOConcurrencyHelpers
 import NIOCore
+import NetworkImpairment
 
 /// Accepts links and counts what arrives on them, checking that reliable messages (numbered by
 /// `connect`) arrive exactly once and in order.

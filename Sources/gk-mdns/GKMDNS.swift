@@ -104,21 +104,21 @@ struct Register: AsyncParsableCommand {
         }
         let discovery = try await DiscoveryEndpoint.start(configuration: self.common.configuration)
         let type = try self.common.serviceType()
-        Output.line(["event": "registering"])
+        JSONLines.line(["event": "registering"])
         let port = self.port
         let registration = try discovery.register(ServiceDescription(instanceName: self.name, serviceType: type, port: port, txt: record)) { event in
             switch event {
             case .registered(_, let name):
-                Output.line(["event": "registered", "name": name.description, "instance": name.firstLabel, "port": Int(port)])
+                JSONLines.line(["event": "registered", "name": name.description, "instance": name.firstLabel, "port": Int(port)])
             case .renamed(_, let name):
-                Output.line(["event": "renamed", "name": name.description])
+                JSONLines.line(["event": "renamed", "name": name.description])
             }
         }
         await self.common.waitUntilDone()
         let name = registration.name?.description ?? ""
         registration.withdraw()
         await discovery.shutdown()
-        Output.line(["event": "unregistered", "name": name])
+        JSONLines.line(["event": "unregistered", "name": name])
     }
 }
 
@@ -153,12 +153,12 @@ struct Browse: AsyncParsableCommand {
                 }
                 fields["txt"] = txt
             }
-            Output.line(fields)
+            JSONLines.line(fields)
         }
-        Output.line(["event": "browsing"])
+        JSONLines.line(["event": "browsing"])
         await self.common.waitUntilDone()
         browser.cancel()
         await discovery.shutdown()
-        Output.line(["event": "stopped"])
+        JSONLines.line(["event": "stopped"])
     }
 }

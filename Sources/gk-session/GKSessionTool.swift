@@ -71,24 +71,19 @@ struct GKSessionTool: AsyncParsableCommand {
         session.setDataReceiveHandler(agent, withContext: nil)
         session.disconnectTimeout = self.disconnectTimeout
         session.isAvailable = true
-        Output.line(["event": "started", "peer": session.peerID, "name": self.name, "mode": self.mode])
-        let stop = Stop()
-        let timer = Task {
-            try? await Task.sleep(nanoseconds: UInt64(self.seconds * 1e9))
-            stop.fire()
-        }
+        JSONLines.line(["event": "started", "peer": session.peerID, "name": self.name, "mode": self.mode])
+        let stop = StopCondition(signals: [SIGINT])
         if !self.ignoreStdin {
             Thread.detachNewThread {
                 while let line = readLine() {
                     agent.queue.sync { agent.command(line, stop: stop) }
                 }
-                stop.fire()
+                stop.fire("end of input")
             }
         }
-        await stop.wait()
-        timer.cancel()
+        _ = await stop.wait(seconds: self.seconds)
         await session.close()
-        Output.line(["event": "stopped", "statistics": [
+        JSONLines.line(["event": "stopped", "statistics": [
             "malformed": session.statistics.malformedMessages,
             "refused": session.statistics.refusedRequests,
             "authentication_failures": session.statistics.authenticationFailures,
@@ -119,7 +114,7 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
 
     func session(_ session: GKSession, peer peerID: String, didChange state: GKPeerConnectionState) {
         let name = session.displayName(forPeer: peerID) ?? ""
-        Output.line(["event": "state", "peer": peerID, "name": name, "state": Self.name(of: state)])
+        JSONLines.line(["event": "state", "peer": peerID, "name": name, "state": Self.name(of: state)])
         if state == .stateAvailable, !self.connectedOnce, let target = self.connectTarget, target == "any" || target == name {
             self.connectedOnce = true
             session.connect(toPeer: peerID, withTimeout: self.connectTimeout)
@@ -130,7 +125,7 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
     }
 
     func session(_ session: GKSession, didReceiveConnectionRequestFromPeer peerID: String) {
-        Output.line(["event": "request", "peer": peerID, "name": session.displayName(forPeer: peerID) ?? ""])
+        JSONLines.line(["event": "request", "peer": peerID, "name": session.displayName(forPeer: peerID) ?? ""])
         switch self.answer {
         case "accept": try? session.acceptConnection(fromPeer: peerID)
         case "deny": session.denyConnection(fromPeer: peerID)
@@ -140,21 +135,21 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
 
     func session(_ session: GKSession, connectionWithPeerFailed peerID: String, withError error: Error) {
         let code = (error as? GKSessionError)?.rawValue ?? -1
-        Output.line(["event": "failed", "peer": peerID, "name": session.displayName(forPeer: peerID) ?? "", "code": code])
+        JSONLines.line(["event": "failed", "peer": peerID, "name": session.displayName(forPeer: peerID) ?? "", "code": code])
     }
 
     func session(_ session: GKSession, didFailWithError error: Error) {
-        Output.line(["event": "error", "code": (error as? GKSessionError)?.rawValue ?? -1])
+        JSONLines.line(["event": "error", "code": (error as? GKSessionError)?.rawValue ?? -1])
     }
 
     func receiveData(_ data: Data, fromPeer peer: String, inSession session: GKSession, context: UnsafeMutableRawPointer?) {
-        Output.line(["event": "data", "peer": peer, "name": session.displayName(forPeer: peer) ?? "", "bytes": data.count,
+        JSONLines.line(["event": "data", "peer": peer, "name": session.displayName(forPeer: peer) ?? "", "bytes": data.count,
                      "text": String(decoding: data.prefix(200), as: UTF8.self)])
         if self.echo { try? session.send(data, toPeers: [peer], with: .reliable) }
     }
 
     /// Runs one standard-input command (on the queue).
-    func command(_ line: String, stop: Stop) {
+    func command(_ line: String, stop: StopCondition) {
         let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
         guard let verb = parts.first else { return }
         let argument = parts.count > 1 ? parts[1] : ""
@@ -163,7 +158,7 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
             do {
                 try self.session.sendData(toAllPeers: Data(argument.utf8), with: .reliable)
             } catch {
-                Output.line(["event": "send-error", "code": (error as? GKSessionError)?.rawValue ?? -1])
+                JSONLines.line(["event": "send-error", "code": (error as? GKSessionError)?.rawValue ?? -1])
             }
         case "drop":
             let peers = (self.session.peers(with: .stateConnected) ?? []) + (self.session.peers(with: .stateConnectedRelay) ?? [])
@@ -175,9 +170,9 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
         case "unavailable":
             self.session.isAvailable = false
         case "quit":
-            stop.fire()
+            stop.fire("quit")
         default:
-            Output.line(["event": "unknown-command", "line": line])
+            JSONLines.line(["event": "unknown-command", "line": line])
         }
     }
 
@@ -190,48 +185,5 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
         case .stateConnecting: "connecting"
         case .stateConnectedRelay: "relay"
         }
-    }
-}
-
-/// Resumes its waiter once, at the first `fire`.
-final class Stop: @unchecked Sendable {
-    private let lock = NSLock()
-    private var fired = false
-    private var continuation: CheckedContinuation<Void, Never>?
-
-    func fire() {
-        self.lock.lock()
-        self.fired = true
-        let continuation = self.continuation
-        self.continuation = nil
-        self.lock.unlock()
-        continuation?.resume()
-    }
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            self.lock.lock()
-            if self.fired {
-                self.lock.unlock()
-                continuation.resume()
-            } else {
-                self.continuation = continuation
-                self.lock.unlock()
-            }
-        }
-    }
-}
-
-/// One JSON object per line on standard output, written at once, each with `mono_ns`.
-enum Output {
-    private static let lock = NSLock()
-
-    static func line(_ fields: [String: Any]) {
-        var fields = fields
-        fields["mono_ns"] = Int(NIODeadline.now().uptimeNanoseconds)
-        let data = try! JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
-        lock.lock()
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
-        lock.unlock()
     }
 }

@@ -71,7 +71,6 @@ public final class GKSession: @unchecked Sendable {
         var context: UnsafeMutableRawPointer?
         var closure: (@Sendable (Data, String, GKSession) -> Void)?
         var queue: DispatchQueue = .main
-        var available = false
         var disconnectTimeout: TimeInterval = 20
     }
 
@@ -120,9 +119,8 @@ public final class GKSession: @unchecked Sendable {
     /// client or peer browse; false withdraws the advertisement (others see this peer
     /// `.stateUnavailable`) and stops browsing, keeping existing connections.
     public var isAvailable: Bool {
-        get { self.callbacks.withLockedValue { $0.available } }
+        get { self.core.read { $0.isAvailable } }
         set {
-            self.callbacks.withLockedValue { $0.available = newValue }
             try? self.core.perform { machine in machine.setAvailable(newValue) }
             if newValue {
                 let core = self.core

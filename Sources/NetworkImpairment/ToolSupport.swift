@@ -1,0 +1,77 @@
+import Foundation
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// What the project's command-line tools (gk-link, gk-mdns, gk-session) share: JSON-line output
+// and a stop condition.
+
+/// One JSON object per line on standard output, written at once, each with `mono_ns`
+/// (CLOCK_MONOTONIC, the clock of `NIODeadline.now()` and Python's `time.monotonic_ns()`).
+public enum JSONLines {
+    private static let lock = NSLock()
+
+    /// Writes `fields` and `mono_ns` as one line.
+    public static func line(_ fields: [String: Any]) {
+        var fields = fields
+        fields["mono_ns"] = Int(NIODeadline.now().uptimeNanoseconds)
+        let data = try! JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        lock.lock()
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        lock.unlock()
+    }
+}
+
+/// Resumes once: when a condition is signalled, a signal arrives or a deadline passes.
+public final class StopCondition: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<String, Never>?
+    private var reason: String?
+    private var sources: [DispatchSourceSignal] = []
+
+    /// Stops on these signals too (they are ignored otherwise while it lives).
+    public init(signals: [Int32] = [SIGINT, SIGTERM]) {
+        for number in signals {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in self?.fire("signal") }
+            source.resume()
+            self.sources.append(source)
+        }
+    }
+
+    /// Stops, for `why`; later calls change nothing.
+    public func fire(_ why: String) {
+        self.lock.lock()
+        guard self.reason == nil else {
+            self.lock.unlock()
+            return
+        }
+        self.reason = why
+        let continuation = self.continuation
+        self.continuation = nil
+        self.lock.unlock()
+        continuation?.resume(returning: why)
+    }
+
+    /// Waits for `fire` (or `seconds`); returns why it stopped.
+    public func wait(seconds: Double) async -> String {
+        let timer = Task {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            self.fire("duration")
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            self.lock.lock()
+            if let reason = self.reason {
+                self.lock.unlock()
+                continuation.resume(returning: reason)
+            } else {
+                self.continuation = continuation
+                self.lock.unlock()
+            }
+        }
+    }
+}
