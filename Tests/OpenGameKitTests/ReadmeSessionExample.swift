@@ -11,7 +11,7 @@ final class GameController: GKSessionDelegate, GKSessionDataReceiveHandler {
     var onMessage: (String) -> Void = { print($0) }
 
     init(name: String) {
-        session = GKSession(sessionID: "chess", displayName: name, sessionMode: .peer)
+        session = GKSession(sessionID: "checkers", displayName: name, sessionMode: .peer)
         session.delegate = self
         session.setDataReceiveHandler(self, withContext: nil)
         session.isAvailable = true

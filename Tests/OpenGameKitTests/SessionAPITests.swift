@@ -89,6 +89,14 @@ struct SessionAPITests {
             }
             return ""
         }
+        // A bound, so that a run where discovery fails ends instead of waiting forever: closing
+        // the sessions finishes their sequences.
+        let bound = Task {
+            try await Task.sleep(nanoseconds: 30_000_000_000)
+            await client.close()
+            await server.close()
+        }
+        defer { bound.cancel() }
         var states: [GKPeerConnectionState] = []
         for await change in clientChanges where change.peerID == server.peerID {
             states.append(change.state)
