@@ -65,8 +65,10 @@ extension ResponderMachine {
             }
             for (id, service) in self.services where service.instanceName == record.name && (record.type == .srv || record.type == .txt) {
                 guard !self.ownRecords(forName: service.instanceName).contains(where: { $0.isSameRecord(as: record) }) else { continue }
-                // Our own previous TXT, still in flight when it was replaced, is no conflict.
-                if record.type == .txt, let changed = service.txtChanged, now - changed < .seconds(1) { continue }
+                // One of our own former TXTs, sent before an update and heard after it (late
+                // however busy this process is), is no conflict. Another host claiming the
+                // name still conflicts through its SRV record.
+                if case .txt(let strings) = record.data, service.formerTXTs.contains(strings) { continue }
                 if service.claim.isProbing {
                     self.renameService(id, now: now)
                 } else if record.cacheFlush {

@@ -14,13 +14,17 @@ struct ResponderMachine: Sendable {
         var renameCount = 1
         var claim: UniqueNameClaim
         var reportedRegistered = false
-        /// When the TXT record was last replaced.
-        var txtChanged: NIODeadline?
+        /// The TXT records this service had before its latest updates, newest last (at most
+        /// `formerTXTLimit`): copies of them still in flight, or delayed in a busy receiver,
+        /// are our own and no conflict.
+        var formerTXTs: [[[UInt8]]] = []
         /// Services wait for the host name to be established before announcing.
         var instanceName: DNSName { self.claim.name }
     }
 
     private(set) var services: [ServiceID: Service] = [:]
+    /// How many former TXT records of a service are remembered as our own.
+    static let formerTXTLimit = 8
     private var nextServiceID: UInt64 = 1
     private(set) var host: UniqueNameClaim?
     private let baseHostLabel: String
@@ -85,8 +89,10 @@ struct ResponderMachine: Sendable {
     /// Replaces a service's TXT record and announces the new one.
     mutating func updateTXT(_ id: ServiceID, _ txt: TXTRecord, now: NIODeadline) {
         guard var service = self.services[id] else { return }
+        service.formerTXTs.removeAll { $0 == service.description.txt.strings }
+        service.formerTXTs.append(service.description.txt.strings)
+        if service.formerTXTs.count > Self.formerTXTLimit { service.formerTXTs.removeFirst() }
         service.description.txt = txt
-        service.txtChanged = now
         service.claim.reannounce(now: now)
         self.services[id] = service
     }
