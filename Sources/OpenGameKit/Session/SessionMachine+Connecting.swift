@@ -50,6 +50,13 @@ extension SessionMachine {
             self.linkOwners[link] = peerID
             self.requestOwners[request.id] = nil
         } catch {
+            // The request is over whatever the reason (the transport forgot it, or the initiator
+            // sent a hello too short for our welcome): refuse it if the transport still holds it,
+            // forget it, and be ready for the peer's next request.
+            try? self.links.deny(request.id, code: SessionDenyReason.malformed.rawValue)
+            self.requestOwners[request.id] = nil
+            self.peers[peerID]!.incoming = nil
+            self.reconcile(peerID)
             throw .connectionFailedError
         }
     }
