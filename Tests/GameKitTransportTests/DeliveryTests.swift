@@ -328,6 +328,32 @@ struct DeliveryTests {
         #expect(network.nodes[server].closeReasons.count == 3)
     }
 
+    /// The socket closes right after shutdown, so no late packet could draw the CLOSE again:
+    /// it goes out in three packets, and the peer hears it when two of them are lost.
+    @Test func shutdownSendsItsCloseThreeTimesSoTwoLossesDoNotStrandThePeer() {
+        var network = VirtualNetwork()
+        let server = network.addNode()
+        let client = network.addNode()
+        _ = network.openLink(from: client, to: server)
+        network.run(for: .milliseconds(100))
+        var fromServer = 0
+        var fromClient = 0
+        network.interceptor = { datagram in
+            if datagram.destination == VirtualNetwork.address(2) {
+                fromServer += 1
+                return fromServer > 2
+            }
+            fromClient += 1
+            return true
+        }
+        network.nodes[server].machine.closeAll(now: network.now)
+        network.run(for: .seconds(1))
+        #expect(fromServer == EndpointMachine.shutdownCloseCopies)
+        #expect(network.nodes[client].closeReasons == [.closedByPeer(code: endpointClosingCode)])
+        // Copies after the first are absorbed silently: no CLOSE comes back.
+        #expect(fromClient == 0)
+    }
+
     // MARK: - Packet protection
 
     @Test func tamperedReplayedAndUnknownDatagramsAreDroppedAndCounted() {

@@ -199,6 +199,10 @@ struct EndpointMachine {
 
     /// Shuts everything down at once: links closed with CLOSE frames, initiations withdrawn,
     /// pending requests denied.
+    /// Packets carrying each link's CLOSE at shutdown: the socket closes next, so a lost CLOSE
+    /// could not be answered again and the peer would wait out its disconnect timeout.
+    static let shutdownCloseCopies = 3
+
     mutating func closeAll(now: NIODeadline) {
         for index in Array(self.initiators.keys) {
             self.withdraw(index, reason: .cancelled, error: .endpointClosed, now: now)
@@ -207,7 +211,7 @@ struct EndpointMachine {
             try? self.deny(id, code: endpointClosingCode, now: now)
         }
         for index in Array(self.links.keys) {
-            self.links[index]!.machine.abort(code: endpointClosingCode, reason: .endpointClosed, now: now)
+            self.links[index]!.machine.abort(code: endpointClosingCode, reason: .endpointClosed, copies: Self.shutdownCloseCopies, now: now)
             self.collectEvents(of: index)
         }
     }

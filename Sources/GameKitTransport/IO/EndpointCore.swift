@@ -16,6 +16,8 @@ final class EndpointCore: @unchecked Sendable {
     /// Datagrams read before a cycle runs in the middle of a read batch, so that acknowledgements
     /// go out while a large batch (up to megabytes with receive offload) is still being processed.
     static let datagramsPerAcknowledgement = 32
+    /// How long shutdown may wait for a congested socket to take the final CLOSE packets.
+    static let shutdownFlushLimit = TimeAmount.milliseconds(500)
 
     let eventLoop: EventLoop
     private let onEvent: @Sendable (TransportEvent) -> Void
@@ -25,6 +27,9 @@ final class EndpointCore: @unchecked Sendable {
     private var machine: EndpointMachine
     private var cycleRequested = false
     private var inCycle = false
+    /// Set when shutdown begins: the application's calls fail from then on.
+    private var isClosing = false
+    /// Set when shutdown has sent its last datagrams: no more cycles or timers.
     private var isShutDown = false
     private typealias OpenWaiter = CheckedContinuation<Result<OpenedLink, TransportError>, Never>
     private typealias SpaceWaiter = CheckedContinuation<Result<Void, TransportError>?, Never>
@@ -39,6 +44,9 @@ final class EndpointCore: @unchecked Sendable {
     private var timerDeadline: NIODeadline?
     private var pendingEvents: [TransportEvent] = []
     private var datagramsSinceCycle = 0
+    private var isFlushingForShutdown = false
+    /// The last datagram written while shutting down: once it has left, all have.
+    private var lastShutdownWrite: EventLoopFuture<Void>?
 
     init(machine: EndpointMachine, eventLoop: EventLoop, segmentationOffload: Bool, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
         self.machine = machine
@@ -57,7 +65,7 @@ final class EndpointCore: @unchecked Sendable {
     /// Runs `body` on the machine under the lock and schedules a cycle.
     func perform<Result>(_ body: (inout EndpointMachine, NIODeadline) throws(TransportError) -> Result) throws(TransportError) -> Result {
         self.lock.lock()
-        guard !self.isShutDown else {
+        guard !self.isClosing else {
             self.lock.unlock()
             throw .endpointClosed
         }
@@ -85,7 +93,7 @@ final class EndpointCore: @unchecked Sendable {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: OpenWaiter) in
                 self.lock.lock()
-                guard !self.isShutDown else {
+                guard !self.isClosing else {
                     self.lock.unlock()
                     continuation.resume(returning: .failure(.endpointClosed))
                     return
@@ -125,7 +133,7 @@ final class EndpointCore: @unchecked Sendable {
             let outcome: Result<Void, TransportError>? = await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: SpaceWaiter) in
                     self.lock.lock()
-                    guard !self.isShutDown else {
+                    guard !self.isClosing else {
                         self.lock.unlock()
                         continuation.resume(returning: .failure(.endpointClosed))
                         return
@@ -170,19 +178,16 @@ final class EndpointCore: @unchecked Sendable {
     /// Closes every link, withdraws every handshake and closes the socket.
     func shutdown() async {
         let alreadyShutDown = self.lock.withLock { () -> Bool in
-            if self.isShutDown { return true }
+            if self.isClosing { return true }
+            self.isClosing = true
             self.machine.closeAll(now: .now())
             return false
         }
         guard !alreadyShutDown else { return }
-        try? await self.eventLoop.submit {
-            // Every CLOSE, cancel and denial goes out before the socket closes (bounded: the
-            // machine has no more to send once each link has sent its CLOSE).
-            for _ in 0..<10_000 where self.runCycle() {}
-            self.lock.withLock { self.isShutDown = true }
-            self.timer?.cancel()
-            self.timer = nil
-        }.get()
+        let flushed = self.eventLoop.makePromise(of: Void.self)
+        let deadline = NIODeadline.now() + Self.shutdownFlushLimit
+        self.eventLoop.execute { self.flushForShutdown(until: deadline, flushed) }
+        try? await flushed.futureResult.get()
         try? await self.channel?.close()
         let (opens, spaces) = self.lock.withLock { () -> ([OpenWaiter], [SpaceWaiter]) in
             let opens = Array(self.openWaiters.values)
@@ -252,8 +257,15 @@ final class EndpointCore: @unchecked Sendable {
                 again = more || self.machine.hasPendingEvents || unresumed || self.cycleRequested
                 return envelopes
             }
-            if let channel = self.channel, !envelopes.isEmpty {
-                for envelope in envelopes { channel.write(envelope, promise: nil) }
+            if let channel = self.channel, let last = envelopes.last {
+                for envelope in envelopes.dropLast() { channel.write(envelope, promise: nil) }
+                if self.isFlushingForShutdown {
+                    let written = self.eventLoop.makePromise(of: Void.self)
+                    channel.write(last, promise: written)
+                    self.lastShutdownWrite = written.futureResult
+                } else {
+                    channel.write(last, promise: nil)
+                }
                 channel.flush()
             }
         }
@@ -332,6 +344,31 @@ final class EndpointCore: @unchecked Sendable {
     }
 
     // MARK: - Private (event loop)
+
+    /// Sends every CLOSE, cancel and denial before the socket closes. While the socket cannot
+    /// take more it waits (until `deadline`); then it waits, within the same bound, for the last
+    /// datagram to leave the channel, since closing the channel discards writes queued in it.
+    private func flushForShutdown(until deadline: NIODeadline, _ done: EventLoopPromise<Void>) {
+        self.isFlushingForShutdown = true
+        // Bounded: the machine has no more to send once each link has sent its CLOSEs.
+        for _ in 0..<10_000 where self.runCycle() {}
+        if let channel = self.channel, !channel.isWritable, NIODeadline.now() < deadline {
+            self.eventLoop.scheduleTask(in: .milliseconds(2)) { self.flushForShutdown(until: deadline, done) }
+            return
+        }
+        self.lock.withLock { self.isShutDown = true }
+        self.timer?.cancel()
+        self.timer = nil
+        guard let lastWrite = self.lastShutdownWrite else {
+            done.succeed()
+            return
+        }
+        let timeout = self.eventLoop.scheduleTask(deadline: deadline) { done.succeed() }
+        lastWrite.whenComplete { _ in
+            timeout.cancel()
+            done.succeed()  // a second completion, after the timeout, is ignored by NIO
+        }
+    }
 
     private func scheduleCycle() {
         self.eventLoop.execute { self.runCycle() }

@@ -72,6 +72,7 @@ extension LinkMachine {
         }
         if answerWithClose {
             self.pendingClose = self.closeCodeForAnswers
+            self.closeCopiesLeft = max(self.closeCopiesLeft, 1)
         }
     }
 

@@ -19,7 +19,8 @@ extension LinkMachine {
             return false
         case .draining:
             guard let code = self.pendingClose else { return false }
-            self.pendingClose = nil
+            self.closeCopiesLeft -= 1
+            if self.closeCopiesLeft <= 0 { self.pendingClose = nil }
             self.plaintext.clear()
             FrameWriter.writeClose(code: code, into: &self.plaintext)
             self.seal(SentPacket(packetNumber: self.nextPacketNumber, timeSent: now, size: 0, isAckEliciting: false), now: now, into: &output)

@@ -51,6 +51,8 @@ struct LinkMachine {
     var pendingWindowUpdate = false
     var pendingPing = false
     var pendingClose: UInt16?
+    /// How many more packets carry `pendingClose` (each with its own packet number).
+    var closeCopiesLeft = 0
     /// The code this side closed with, repeated to late packets while draining.
     var closeCodeForAnswers: UInt16 = 0
     /// Set when `send` refused a message for lack of room; cleared when room is reported.
@@ -194,19 +196,21 @@ struct LinkMachine {
         }
     }
 
-    /// Closes at once, dropping queued data, telling the peer with one CLOSE frame.
-    mutating func abort(code: UInt16, reason: LinkCloseReason, now: NIODeadline) {
+    /// Closes at once, dropping queued data, telling the peer with a CLOSE frame in `copies`
+    /// packets (more than one when no late packet of the peer's could draw another: shutdown).
+    mutating func abort(code: UInt16, reason: LinkCloseReason, copies: Int = 1, now: NIODeadline) {
         switch self.state {
         case .open, .awaitingConfirmation, .closing:
-            self.finishClosing(code: code, reason: reason, now: now)
+            self.finishClosing(code: code, reason: reason, copies: copies, now: now)
         case .draining, .closed:
             break
         }
     }
 
     /// Ends the link locally: queues a CLOSE frame for the peer, reports `reason`, drains.
-    mutating func finishClosing(code: UInt16, reason: LinkCloseReason, now: NIODeadline) {
+    mutating func finishClosing(code: UInt16, reason: LinkCloseReason, copies: Int = 1, now: NIODeadline) {
         self.pendingClose = code
+        self.closeCopiesLeft = max(copies, 1)
         self.closeCodeForAnswers = code
         self.state = .draining(until: now + self.drainPeriod, answerWithClose: true)
         self.events.append(.closed(reason))
