@@ -1,0 +1,133 @@
+import NIOCore
+import Testing
+
+@testable import GameKitTransport
+
+/// The two calls a session layer needs on top of single sends: one message to several links,
+/// all or nothing; and a disconnect timeout changed while links are open.
+@Suite("Batch sends and live disconnect timeouts")
+struct BatchAndTimeoutTests {
+    /// A node with links to two others, and a send buffer of `capacity` bytes.
+    static func star(capacity: Int = 10_000) -> (network: VirtualNetwork, hub: Int, links: [LinkID], receivers: [(node: Int, link: LinkID)]) {
+        var network = VirtualNetwork()
+        var configuration = TransportConfiguration()
+        configuration.sendBufferCapacity = capacity
+        let hub = network.addNode(configuration: configuration)
+        var links: [LinkID] = []
+        var receivers: [(Int, LinkID)] = []
+        for _ in 0..<2 {
+            let other = network.addNode()
+            let (link, remote) = network.openLink(from: hub, to: other)!
+            links.append(link)
+            receivers.append((other, remote))
+        }
+        network.run(for: .milliseconds(100))
+        return (network, hub, links, receivers)
+    }
+
+    @Test func aBatchReachesEveryLinkInOrder() throws {
+        var (network, hub, links, receivers) = Self.star()
+        for sequence in 0..<3 {
+            try network.nodes[hub].machine.send(links.map { (ByteBuffer.numbered(sequence, size: 100), $0) }, mode: .reliable)
+        }
+        network.run(for: .seconds(1))
+        for (node, link) in receivers {
+            #expect(network.nodes[node].received(on: link, mode: .reliable).map(\.sequenceNumber) == [0, 1, 2])
+        }
+    }
+
+    @Test func aFullBufferOnOneLinkRefusesTheWholeBatch() throws {
+        var (network, hub, links, receivers) = Self.star()
+        // Fill the second link without letting anything leave.
+        try network.nodes[hub].machine.send(.numbered(99, size: 9_950), on: links[1], mode: .reliable)
+        #expect(throws: TransportError.bufferFull) {
+            try network.nodes[hub].machine.send(links.map { (ByteBuffer.numbered(1, size: 100), $0) }, mode: .reliable)
+        }
+        network.run(for: .seconds(1))
+        // Nothing of the refused batch went anywhere, not even to the link with room.
+        #expect(network.nodes[receivers[0].node].received(on: receivers[0].link, mode: .reliable).isEmpty)
+        #expect(network.nodes[receivers[1].node].received(on: receivers[1].link, mode: .reliable).map(\.sequenceNumber) == [99])
+        // Once the buffer has drained, the same batch goes through.
+        try network.nodes[hub].machine.send(links.map { (ByteBuffer.numbered(1, size: 100), $0) }, mode: .reliable)
+        network.run(for: .seconds(1))
+        #expect(network.nodes[receivers[0].node].received(on: receivers[0].link, mode: .reliable).map(\.sequenceNumber) == [1])
+        #expect(network.nodes[receivers[1].node].received(on: receivers[1].link, mode: .reliable).map(\.sequenceNumber) == [99, 1])
+    }
+
+    @Test func messagesForOneLinkInABatchAreCheckedBehindEachOther() throws {
+        var (network, hub, links, receivers) = Self.star()
+        // Each fits alone; together they overflow the first link's buffer.
+        let batch = [(ByteBuffer.numbered(1, size: 6_000), links[0]), (ByteBuffer.numbered(2, size: 6_000), links[0]), (ByteBuffer.numbered(3, size: 10), links[1])]
+        #expect(throws: TransportError.bufferFull) { try network.nodes[hub].machine.send(batch, mode: .reliable) }
+        network.run(for: .seconds(1))
+        for (node, link) in receivers {
+            #expect(network.nodes[node].received(on: link, mode: .reliable).isEmpty)
+        }
+    }
+
+    @Test func anUnknownLinkOrATooBigMessageRefusesTheBatchWithItsOwnError() throws {
+        var (network, hub, links, receivers) = Self.star()
+        let unknown = LinkID(rawValue: 999_999)
+        #expect(throws: TransportError.linkNotOpen) {
+            try network.nodes[hub].machine.send([(ByteBuffer.numbered(1, size: 10), links[0]), (ByteBuffer.numbered(1, size: 10), unknown)], mode: .reliable)
+        }
+        let limit = TransportConfiguration().maxUnreliableMessageSize
+        #expect(throws: TransportError.dataTooBig(size: limit + 1, limit: limit)) {
+            try network.nodes[hub].machine.send([(ByteBuffer.numbered(1, size: 10), links[0]), (ByteBuffer.numbered(2, size: limit + 1), links[1])], mode: .unreliable)
+        }
+        network.run(for: .seconds(1))
+        for (node, link) in receivers {
+            #expect(network.nodes[node].received(on: link, mode: .reliable).isEmpty)
+            #expect(network.nodes[node].received(on: link, mode: .unreliable).isEmpty)
+        }
+        // An empty batch is no error and sends nothing.
+        try network.nodes[hub].machine.send([], mode: .reliable)
+    }
+
+    @Test func aShorterTimeoutAppliesToLinksAlreadyOpen() throws {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        _ = network.openLink(from: a, to: b)!
+        network.run(for: .milliseconds(100))
+        try network.nodes[a].machine.setDisconnectTimeout(.seconds(2))
+        // b falls silent.
+        network.interceptor = { $0.source != VirtualNetwork.address(2) }
+        let silentSince = network.now
+        network.run(for: .seconds(30)) { !$0.nodes[a].closeReasons.isEmpty }
+        #expect(network.nodes[a].closeReasons == [.timedOut])
+        // Closed 2 s after b's last packet (which came up to 100 ms before the silence began),
+        // not after the default 20 s. Virtual time.
+        #expect(network.now - silentSince >= .milliseconds(1_900))
+        #expect(network.now - silentSince <= .seconds(2))
+    }
+
+    @Test func aLongerTimeoutKeepsASilentPeerPastTheDefault() throws {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        _ = network.openLink(from: a, to: b)!
+        network.run(for: .milliseconds(100))
+        try network.nodes[a].machine.setDisconnectTimeout(.seconds(60))
+        network.interceptor = { $0.source != VirtualNetwork.address(2) }
+        let silentSince = network.now
+        network.run(for: .seconds(120)) { !$0.nodes[a].closeReasons.isEmpty }
+        #expect(network.nodes[a].closeReasons == [.timedOut])
+        #expect(network.now - silentSince >= .milliseconds(59_900))
+    }
+
+    @Test func anInvalidTimeoutIsRefusedAndChangesNothing() throws {
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode()
+        _ = network.openLink(from: a, to: b)!
+        #expect(throws: TransportError.invalidConfiguration("disconnectTimeout must be positive")) {
+            try network.nodes[a].machine.setDisconnectTimeout(.zero)
+        }
+        #expect(network.nodes[a].machine.configuration.disconnectTimeout == TransportConfiguration().disconnectTimeout)
+        network.interceptor = { $0.source != VirtualNetwork.address(2) }
+        let silentSince = network.now
+        network.run(for: .seconds(60)) { !$0.nodes[a].closeReasons.isEmpty }
+        #expect(network.now - silentSince >= TransportConfiguration().disconnectTimeout - .milliseconds(100))
+    }
+}
