@@ -84,50 +84,44 @@ struct BatchAndTimeoutTests {
         try network.nodes[hub].machine.send([], mode: .reliable)
     }
 
-    @Test func aShorterTimeoutAppliesToLinksAlreadyOpen() throws {
+    /// Opens a link from a to b, lets `change` act on a's machine, then silences b and returns
+    /// how a's link ended and how long after the silence began (virtual time). b's last packet
+    /// came up to 100 ms before the silence.
+    static func silencedPeer(_ change: (inout EndpointMachine) throws -> Void) rethrows -> (reasons: [LinkCloseReason], after: TimeAmount) {
         var network = VirtualNetwork()
         let a = network.addNode()
         let b = network.addNode()
         _ = network.openLink(from: a, to: b)!
         network.run(for: .milliseconds(100))
-        try network.nodes[a].machine.setDisconnectTimeout(.seconds(2))
-        // b falls silent.
-        network.interceptor = { $0.source != VirtualNetwork.address(2) }
-        let silentSince = network.now
-        network.run(for: .seconds(30)) { !$0.nodes[a].closeReasons.isEmpty }
-        #expect(network.nodes[a].closeReasons == [.timedOut])
-        // Closed 2 s after b's last packet (which came up to 100 ms before the silence began),
-        // not after the default 20 s. Virtual time.
-        #expect(network.now - silentSince >= .milliseconds(1_900))
-        #expect(network.now - silentSince <= .seconds(2))
-    }
-
-    @Test func aLongerTimeoutKeepsASilentPeerPastTheDefault() throws {
-        var network = VirtualNetwork()
-        let a = network.addNode()
-        let b = network.addNode()
-        _ = network.openLink(from: a, to: b)!
-        network.run(for: .milliseconds(100))
-        try network.nodes[a].machine.setDisconnectTimeout(.seconds(60))
+        try change(&network.nodes[a].machine)
         network.interceptor = { $0.source != VirtualNetwork.address(2) }
         let silentSince = network.now
         network.run(for: .seconds(120)) { !$0.nodes[a].closeReasons.isEmpty }
-        #expect(network.nodes[a].closeReasons == [.timedOut])
-        #expect(network.now - silentSince >= .milliseconds(59_900))
+        return (network.nodes[a].closeReasons, network.now - silentSince)
+    }
+
+    @Test func aShorterTimeoutAppliesToLinksAlreadyOpen() throws {
+        let (reasons, after) = try Self.silencedPeer { try $0.setDisconnectTimeout(.seconds(2)) }
+        #expect(reasons == [.timedOut])
+        // 2 s after b's last packet, not the default 20 s.
+        #expect(after >= .milliseconds(1_900) && after <= .seconds(2))
+    }
+
+    @Test func aLongerTimeoutKeepsASilentPeerPastTheDefault() throws {
+        let (reasons, after) = try Self.silencedPeer { try $0.setDisconnectTimeout(.seconds(60)) }
+        #expect(reasons == [.timedOut])
+        #expect(after >= .milliseconds(59_900) && after <= .seconds(60))
     }
 
     @Test func anInvalidTimeoutIsRefusedAndChangesNothing() throws {
-        var network = VirtualNetwork()
-        let a = network.addNode()
-        let b = network.addNode()
-        _ = network.openLink(from: a, to: b)!
-        #expect(throws: TransportError.invalidConfiguration("disconnectTimeout must be positive")) {
-            try network.nodes[a].machine.setDisconnectTimeout(.zero)
+        let standard = TransportConfiguration().disconnectTimeout
+        let (reasons, after) = Self.silencedPeer { machine in
+            #expect(throws: TransportError.invalidConfiguration("disconnectTimeout must be positive")) {
+                try machine.setDisconnectTimeout(.zero)
+            }
+            #expect(machine.configuration.disconnectTimeout == standard)
         }
-        #expect(network.nodes[a].machine.configuration.disconnectTimeout == TransportConfiguration().disconnectTimeout)
-        network.interceptor = { $0.source != VirtualNetwork.address(2) }
-        let silentSince = network.now
-        network.run(for: .seconds(60)) { !$0.nodes[a].closeReasons.isEmpty }
-        #expect(network.now - silentSince >= TransportConfiguration().disconnectTimeout - .milliseconds(100))
+        #expect(reasons == [.timedOut])
+        #expect(after >= standard - .milliseconds(100) && after <= standard)
     }
 }
