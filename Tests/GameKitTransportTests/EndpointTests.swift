@@ -113,6 +113,43 @@ struct EndpointTests {
         await denying.shutdown()
     }
 
+    /// An address with no route (an interface that went away) fails that handshake by its timeout;
+    /// the send errors do not close the socket, and the endpoint goes on working.
+    @Test func anUnroutableAddressFailsOnlyItsOwnHandshake() async throws {
+        let server = try await TransportEndpoint.loopback(EventRecorder())
+        let client = try await TransportEndpoint.loopback(EventRecorder(), host: "0.0.0.0")
+        let unroutable = try SocketAddress(ipAddress: "10.255.255.1", port: 9)
+        await #expect(throws: TransportError.timedOut) {
+            _ = try await client.openLink(to: unroutable, timeout: .milliseconds(600))
+        }
+        // Nothing went to the socket: NIO would have closed it on ENETUNREACH.
+        #expect(client.statistics.droppedUnroutable > 0)
+        #expect(client.statistics.socketsReopened == 0)
+        let serverAddress = try SocketAddress(ipAddress: "127.0.0.1", port: server.localAddress.port!)
+        let link = try await client.openLink(to: serverAddress)
+        try await client.write(ByteBuffer(string: "still here"), on: link.id)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    /// A socket closed under a running endpoint (as NIO does on most send errors) is bound
+    /// again at the same port; open links carry on, nothing is lost.
+    @Test func aSocketClosedUnderTheEndpointIsReopenedAndLinksCarryOn() async throws {
+        let serverEvents = EventRecorder()
+        let server = try await TransportEndpoint.loopback(serverEvents)
+        let client = try await TransportEndpoint.loopback(EventRecorder())
+        let link = try await client.openLink(to: server.localAddress)
+        try await client.write(.numbered(0, size: 100), on: link.id)
+        await server.core.closeSocketUnderneath()
+        for sequence in 1..<50 { try await client.write(.numbered(sequence, size: 2_000), on: link.id) }
+        #expect(await serverEvents.wait { _ in serverEvents.messages().count == 50 })
+        #expect(serverEvents.messages().map(\.sequenceNumber) == Array(0..<50))
+        #expect(server.statistics.socketsReopened == 1)
+        #expect(serverEvents.closeReasons.isEmpty)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
     @Test func cancellingTheOpeningTaskWithdrawsTheRequest() async throws {
         let serverEvents = EventRecorder(answer: nil)
         let server = try await TransportEndpoint.loopback(serverEvents)

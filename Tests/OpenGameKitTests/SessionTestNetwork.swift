@@ -54,6 +54,10 @@ final class SessionTestNetwork: @unchecked Sendable {
     private(set) var machines: [SessionMachine] = []
     private var names: [String] = []
     private var addresses: [SocketAddress] = []
+    /// Further addresses of machines (``addAddress(of:)``).
+    private var extraAddresses: [SocketAddress: Int] = [:]
+    /// An address where nobody answers: attempts there end only by timeout (``timeOutUnanswered``).
+    static let nowhere = try! SocketAddress(ipAddress: "192.0.2.1", port: 9)
     private var queue: [(node: Int, event: TransportEvent)] = []
     private var requests: [ConnectionRequest.ID: Request] = [:]
     private var ends: [LinkID: End] = [:]
@@ -92,6 +96,41 @@ final class SessionTestNetwork: @unchecked Sendable {
     func sight(_ observer: TestPeer, _ target: TestPeer, busy: Bool = false, at address: TestPeer? = nil) {
         self[observer].peerSighted(
             target.peerID, displayName: self.names[target.index], addresses: [self.addresses[(address ?? target).index]], isBusy: busy)
+    }
+
+    /// Discovery at `observer` sees `target` at these addresses, in this order.
+    func sight(_ observer: TestPeer, _ target: TestPeer, at addresses: [SocketAddress]) {
+        self[observer].peerSighted(target.peerID, displayName: self.names[target.index], addresses: addresses, isBusy: false)
+    }
+
+    /// `peer`'s own address.
+    func address(of peer: TestPeer) -> SocketAddress { self.addresses[peer.index] }
+
+    /// One more address that reaches `peer` (another interface of its host).
+    func addAddress(of peer: TestPeer) -> SocketAddress {
+        let address = try! SocketAddress(ipAddress: "127.0.0.2", port: 40000 + self.extraAddresses.count)
+        self.extraAddresses[address] = peer.index
+        return address
+    }
+
+    /// Every attempt of `a` that reached nobody times out.
+    func timeOutUnanswered(from a: TestPeer) {
+        let waiting = Set(self.requests.values.map(\.link))
+        for (link, end) in self.ends.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where end.node == a.index && end.peer == nil && !waiting.contains(link) {
+            self.ends[link] = nil
+            self.queue.append((a.index, .connectFailed(link, .timedOut)))
+        }
+    }
+
+    /// The request `a` sent to `b` over `b`'s address number `path` (0: its own, 1…: added ones,
+    /// in the order the requests were made) is withdrawn at `b` for `reason`; `a`'s side of that
+    /// path times out.
+    func withdrawPath(_ path: Int, from a: TestPeer, to b: TestPeer, _ reason: ConnectionRequestWithdrawal) {
+        let ids = self.requests.filter { $0.value.initiator == a.index && $0.value.responder == b.index }.keys.sorted { $0.rawValue < $1.rawValue }
+        guard path < ids.count, let request = self.requests.removeValue(forKey: ids[path]) else { return self.missing("no such path") }
+        self.ends[request.link] = nil
+        self.queue.append((a.index, .connectFailed(request.link, .timedOut)))
+        if request.delivered { self.queue.append((b.index, .connectionRequestWithdrawn(ids[path], reason))) }
     }
 
     /// Hands queued events to their machines until none is left; returns how many.
@@ -192,7 +231,7 @@ final class SessionTestNetwork: @unchecked Sendable {
         let link = self.newLink()
         self.ends[link] = End(node: node, peer: nil)
         // Nobody at that address: only a timeout ends the attempt.
-        guard let responder = self.addresses.firstIndex(of: address) else { return link }
+        guard let responder = self.addresses.firstIndex(of: address) ?? self.extraAddresses[address] else { return link }
         let id = ConnectionRequest.ID(rawValue: self.nextRequest)
         self.nextRequest += 1
         self.requests[id] = Request(initiator: node, link: link, responder: responder, payload: payload)

@@ -6,9 +6,12 @@ import Testing
 @Suite("Session wire: handshake payloads and link messages")
 struct SessionWireTests {
     @Test func aHelloRoundTripsAndIsPaddedToLeaveRoomForAnyWelcome() throws {
-        let hello = SessionHello(sessionKey: SessionHello.sessionKey(for: "chess"), peerID: 4_294_967_295, mode: 2, displayName: "Alice")
+        let hello = SessionHello(sessionKey: SessionHello.sessionKey(for: "chess"), peerID: 4_294_967_295, mode: 2, attempt: 0xDEAD_BEEF, displayName: "Alice")
         let bytes = hello.encode()
         #expect(bytes.readableBytes == SessionHello.paddedSize)
+        #expect(bytes.getInteger(at: 14, as: UInt32.self) == 0xDEAD_BEEF)  // after version, key, peer ID, mode
+        let longestHello = SessionHello(sessionKey: 1, peerID: 1, mode: 2, attempt: 1, displayName: String(repeating: "x", count: 300))
+        #expect(longestHello.encode().readableBytes == SessionHello.paddedSize)
         #expect(SessionWelcome.maximumSize <= SessionHello.paddedSize)
         #expect(try SessionHello.decode(bytes) == hello)
         let longest = SessionWelcome(peerID: 1, displayName: String(repeating: "é", count: 200))
@@ -73,6 +76,6 @@ struct SessionWireTests {
     }
 
     @Test func denyReasonsHaveStableCodes() {
-        #expect(SessionDenyReason.allCases.map(\.rawValue) == [1, 2, 3, 4, 5, 6, 7])
+        #expect(SessionDenyReason.allCases.map(\.rawValue) == [1, 2, 3, 4, 5, 6, 7, 8])
     }
 }

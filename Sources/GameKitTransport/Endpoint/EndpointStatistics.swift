@@ -28,6 +28,10 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var linksOpened: UInt64 = 0
     /// Links closed, for any reason.
     public var linksClosed: UInt64 = 0
+    /// Datagrams not sent because the kernel has no route to their destination.
+    public var droppedUnroutable: UInt64 = 0
+    /// Times the socket was closed under the endpoint (by a send error) and bound again.
+    public var socketsReopened: UInt64 = 0
 
     /// Requests awaiting the application's answer right now (the only per-source handshake state).
     public var pendingRequests: Int = 0

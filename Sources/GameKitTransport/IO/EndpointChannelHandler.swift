@@ -27,6 +27,10 @@ final class EndpointChannelHandler: ChannelInboundHandler {
         }
     }
 
+    func channelInactive(context: ChannelHandlerContext) {
+        self.core.socketClosed(context.channel)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         // ICMP errors (e.g. port unreachable) surface as read errors on UDP sockets; the link's own
         // timers decide what they mean, so the channel stays open.

@@ -18,6 +18,8 @@ final class EndpointCore: @unchecked Sendable {
     static let datagramsPerAcknowledgement = 32
     /// How long shutdown may wait for a congested socket to take the final CLOSE packets.
     static let shutdownFlushLimit = TimeAmount.milliseconds(500)
+    /// How many times a socket closed under the endpoint is bound again before giving up.
+    static let reopenAttempts = 100
 
     let eventLoop: EventLoop
     private let onEvent: @Sendable (TransportEvent) -> Void
@@ -36,6 +38,10 @@ final class EndpointCore: @unchecked Sendable {
     private var openWaiters: [LinkID: OpenWaiter] = [:]
     private var spaceWaiters: [LinkID: [(token: UInt64, continuation: SpaceWaiter)]] = [:]
     private var nextWaiterToken: UInt64 = 0
+    /// Datagrams not handed to the socket for want of a route (``RouteCheck``).
+    private var unroutableDatagrams: UInt64 = 0
+    /// Sockets bound again after one was closed under the endpoint.
+    private var socketsReopened: UInt64 = 0
 
     // MARK: Event loop only
     private var channel: Channel?
@@ -45,6 +51,8 @@ final class EndpointCore: @unchecked Sendable {
     private var pendingEvents: [TransportEvent] = []
     private var datagramsSinceCycle = 0
     private var isFlushingForShutdown = false
+    private var routes = RouteCheck()
+    private var reopen: (@Sendable () async throws -> Channel)?
     /// The last datagram written while shutting down: once it has left, all have.
     private var lastShutdownWrite: EventLoopFuture<Void>?
 
@@ -55,9 +63,12 @@ final class EndpointCore: @unchecked Sendable {
         self.batcher = DatagramBatcher(segmentationOffload: segmentationOffload)
     }
 
-    func attach(_ channel: Channel) {
+    /// Takes the bound socket, and how to bind another at the same address should this one be
+    /// closed under the endpoint (``socketClosed(_:)``).
+    func attach(_ channel: Channel, reopen: @escaping @Sendable () async throws -> Channel) {
         self.eventLoop.preconditionInEventLoop()
         self.channel = channel
+        self.reopen = reopen
     }
 
     // MARK: - Application side (any thread)
@@ -85,6 +96,16 @@ final class EndpointCore: @unchecked Sendable {
     /// Reads the machine under the lock.
     func read<Result>(_ body: (EndpointMachine) -> Result) -> Result {
         self.lock.withLock { body(self.machine) }
+    }
+
+    /// The machine's counters with the socket's own.
+    var statistics: EndpointStatistics {
+        self.lock.withLock {
+            var statistics = self.machine.endpointStatistics
+            statistics.droppedUnroutable = self.unroutableDatagrams
+            statistics.socketsReopened = self.socketsReopened
+            return statistics
+        }
     }
 
     /// Starts a handshake and waits for its outcome; cancelling the task cancels the handshake.
@@ -257,8 +278,9 @@ final class EndpointCore: @unchecked Sendable {
                 again = more || self.machine.hasPendingEvents || unresumed || self.cycleRequested
                 return envelopes
             }
-            if let channel = self.channel, let last = envelopes.last {
-                for envelope in envelopes.dropLast() { channel.write(envelope, promise: nil) }
+            let routable = self.routable(envelopes)
+            if let channel = self.channel, let last = routable.last {
+                for envelope in routable.dropLast() { channel.write(envelope, promise: nil) }
                 if self.isFlushingForShutdown {
                     let written = self.eventLoop.makePromise(of: Void.self)
                     channel.write(last, promise: written)
@@ -344,6 +366,56 @@ final class EndpointCore: @unchecked Sendable {
     }
 
     // MARK: - Private (event loop)
+
+    /// The envelopes whose destination has a route; the others are counted and dropped (the
+    /// links' own timers deal with the silence).
+    private func routable(_ envelopes: [AddressedEnvelope<ByteBuffer>]) -> [AddressedEnvelope<ByteBuffer>] {
+        let now = NIODeadline.now()
+        var kept = envelopes
+        var dropped: UInt64 = 0
+        kept.removeAll { envelope in
+            guard !self.routes.isRoutable(envelope.remoteAddress, now: now) else { return false }
+            let segment = envelope.metadata?.segmentSize ?? 0
+            dropped += segment > 0 ? UInt64((envelope.data.readableBytes + segment - 1) / segment) : 1
+            return true
+        }
+        if dropped > 0 { self.lock.withLock { self.unroutableDatagrams += dropped } }
+        return kept
+    }
+
+    /// Closes the socket as a send error would (tests of ``socketClosed(_:)``).
+    func closeSocketUnderneath() async {
+        let channel = try? await self.eventLoop.submit { self.channel }.get()
+        try? await channel?.close()
+    }
+
+    /// The socket closed while the endpoint is running (NIO closes a datagram channel on most
+    /// send errors): bind another at the same address and carry on. The links keep their state;
+    /// what was in flight in the failed write is recovered by their retransmissions. Retries
+    /// back off up to a second, at most `reopenAttempts` times.
+    func socketClosed(_ channel: Channel) {
+        self.eventLoop.preconditionInEventLoop()
+        guard let current = self.channel, current === channel, let reopen = self.reopen else { return }
+        guard !self.lock.withLock({ self.isClosing }) else { return }
+        self.channel = nil
+        Task {
+            for attempt in 0..<Self.reopenAttempts {
+                guard !self.lock.withLock({ self.isClosing }) else { return }
+                if let fresh = try? await reopen() {
+                    let kept = try? await self.eventLoop.submit { () -> Bool in
+                        guard !self.lock.withLock({ self.isClosing }) else { return false }
+                        self.channel = fresh
+                        self.lock.withLock { self.socketsReopened += 1 }
+                        self.runCycle()
+                        return true
+                    }.get()
+                    if kept != true { try? await fresh.close() }
+                    return
+                }
+                try? await Task.sleep(nanoseconds: UInt64(min(attempt + 1, 10)) * 100_000_000)
+            }
+        }
+    }
 
     /// Sends every CLOSE, cancel and denial before the socket closes. While the socket cannot
     /// take more it waits (until `deadline`); then it waits, within the same bound, for the last

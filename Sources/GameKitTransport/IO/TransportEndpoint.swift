@@ -65,14 +65,27 @@ public final class TransportEndpoint: Sendable {
         let machine = try EndpointMachine(configuration: configuration, now: .now())
         let eventLoop = group.next()
         let offload = configuration.segmentationOffload && System.supportsUDPSegmentationOffload
-        let receiveOffload = configuration.segmentationOffload && System.supportsUDPReceiveOffload
         let core = EndpointCore(machine: machine, eventLoop: eventLoop, segmentationOffload: offload, onEvent: onEvent)
+        let channel = try await Self.openSocket(at: address, for: core, configuration: configuration)
+        guard let local = channel.localAddress else {
+            try? await channel.close()
+            throw TransportError.invalidConfiguration("socket has no local address")
+        }
+        // A socket closed under the endpoint is bound again at the same address and port.
+        try await eventLoop.submit {
+            core.attach(channel) { try await Self.openSocket(at: local, for: core, configuration: configuration) }
+        }.get()
+        return TransportEndpoint(localAddress: local, core: core)
+    }
 
+    /// Binds one socket for `core` at `address`, with the endpoint's options.
+    private static func openSocket(at address: SocketAddress, for core: EndpointCore, configuration: TransportConfiguration) async throws -> Channel {
+        let receiveOffload = configuration.segmentationOffload && System.supportsUDPReceiveOffload
         // Vector reads (recvmmsg): 64 slots of 2 KB (or of the largest datagram accepted), or 16
         // slots of 64 KB when the kernel may hand over receive-offload batches.
         let slots = receiveOffload ? 16 : 64
         let slotSize = receiveOffload ? 65_536 : max(2_048, configuration.maxDatagramSize)
-        var bootstrap = DatagramBootstrap(group: eventLoop)
+        var bootstrap = DatagramBootstrap(group: core.eventLoop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.datagramVectorReadMessageCount, value: slots)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slots * slotSize))
@@ -90,12 +103,7 @@ public final class TransportEndpoint: Sendable {
         }
         let channel = try await bootstrap.bind(to: address).get()
         await Self.enlargeSocketBuffers(channel, to: configuration.socketBufferSize)
-        try await eventLoop.submit { core.attach(channel) }.get()
-        guard let local = channel.localAddress else {
-            try? await channel.close()
-            throw TransportError.invalidConfiguration("socket has no local address")
-        }
-        return TransportEndpoint(localAddress: local, core: core)
+        return channel
     }
 
     /// Asks for large kernel buffers: forced beyond the system maximum where permitted
@@ -206,7 +214,7 @@ public final class TransportEndpoint: Sendable {
 
     /// The endpoint's counters.
     public var statistics: EndpointStatistics {
-        self.core.read { $0.endpointStatistics }
+        self.core.statistics
     }
 
     /// Closes every link (telling the peers), withdraws handshakes and closes the socket.

@@ -16,37 +16,55 @@ extension SessionMachine {
             self.notify(.connectionFailed(peerID, .inProgressError))
             return
         }
-        guard let address = peer.sighting?.addresses.first else {
+        var addresses: [SocketAddress] = []
+        for address in peer.sighting?.addresses ?? [] where !addresses.contains(address) {
+            addresses.append(address)
+        }
+        guard !addresses.isEmpty else {
             self.notify(.connectionFailed(peerID, .peerNotFoundError))
             return
         }
+        self.lastAttempt &+= 1
         let hello = SessionHello(
             sessionKey: self.identity.sessionKey, peerID: self.identity.peerID,
-            mode: UInt8(self.identity.mode.rawValue), displayName: self.identity.displayName)
-        do {
-            let link = try self.links.connect(to: address, payload: hello.encode(), timeout: timeout)
-            self.peers[peerID]!.outgoing = link
+            mode: UInt8(self.identity.mode.rawValue), attempt: self.lastAttempt, displayName: self.identity.displayName)
+        // Every address at once: one of them may be stale (an interface that went away), and
+        // waiting out a timeout on it before trying the next would cost the whole timeout.
+        var links: [LinkID] = []
+        for address in addresses.prefix(Self.maximumPathsPerAttempt) {
+            guard let link = try? self.links.connect(to: address, payload: hello.encode(), timeout: timeout) else { continue }
+            links.append(link)
             self.linkOwners[link] = peerID
-            self.reconcile(peerID)
-        } catch {
-            self.notify(.connectionFailed(peerID, .connectionFailedError))
         }
+        guard !links.isEmpty else {
+            self.notify(.connectionFailed(peerID, .connectionFailedError))
+            return
+        }
+        self.peers[peerID]!.outgoing = SessionPeer.OutgoingAttempt(attempt: self.lastAttempt, links: links)
+        self.reconcile(peerID)
     }
 
     /// `cancelConnect(toPeer:)`: the failure (`GKSessionCancelledError`) is reported on both
     /// sides when the transport confirms.
     mutating func cancelConnect(to peerID: UInt32) {
-        guard let link = self.peers[peerID]?.outgoing else { return }
-        _ = self.links.cancelConnect(link)
+        guard let attempt = self.peers[peerID]?.outgoing else { return }
+        for link in attempt.links { _ = self.links.cancelConnect(link) }
     }
 
     /// `acceptConnection(fromPeer:)`.
     mutating func accept(_ peerID: UInt32) throws(GKSessionError) {
-        guard let request = self.peers[peerID]?.incoming, request.acceptedLink == nil else { throw .peerNotFoundError }
+        guard var request = self.peers[peerID]?.incoming, request.acceptedLink == nil else { throw .peerNotFoundError }
         let welcome = SessionWelcome(peerID: self.identity.peerID, displayName: self.identity.displayName)
+        // The attempt's other paths are answered "duplicate": the initiator drops them quietly.
+        for alternate in request.alternates {
+            try? self.links.deny(alternate, code: SessionDenyReason.duplicate.rawValue)
+            self.requestOwners[alternate] = nil
+        }
+        request.alternates = []
         do {
             let link = try self.links.accept(request.id, payload: welcome.encode())
-            self.peers[peerID]!.incoming!.acceptedLink = link
+            request.acceptedLink = link
+            self.peers[peerID]!.incoming = request
             self.linkOwners[link] = peerID
             self.requestOwners[request.id] = nil
         } catch {
@@ -64,8 +82,10 @@ extension SessionMachine {
     /// `denyConnection(fromPeer:)`.
     mutating func deny(_ peerID: UInt32) {
         guard let request = self.peers[peerID]?.incoming, request.acceptedLink == nil else { return }
-        try? self.links.deny(request.id, code: SessionDenyReason.declined.rawValue)
-        self.requestOwners[request.id] = nil
+        for id in request.allRequests {
+            try? self.links.deny(id, code: SessionDenyReason.declined.rawValue)
+            self.requestOwners[id] = nil
+        }
         self.peers[peerID]!.incoming = nil
         self.reconcile(peerID)
     }
@@ -87,6 +107,13 @@ extension SessionMachine {
         guard self.isAvailable, self.identity.mode != .client else { return self.refuse(request.id, .notAccepting) }
         let peerID = hello.peerID
         var peer = self.peers[peerID] ?? SessionPeer(displayName: hello.displayName)
+        if let incoming = peer.incoming, incoming.attempt == hello.attempt {
+            // The same attempt over another path: held beside the first while it is pending.
+            guard incoming.acceptedLink == nil else { return self.refuse(request.id, .duplicate) }
+            self.peers[peerID]!.incoming!.alternates.append(request.id)
+            self.requestOwners[request.id] = peerID
+            return
+        }
         if peer.link != nil || peer.incoming != nil {
             return self.refuse(request.id, .inProgress)
         }
@@ -95,7 +122,7 @@ extension SessionMachine {
             return self.refuse(request.id, .inProgress)
         }
         peer.displayName = hello.displayName
-        peer.incoming = SessionPeer.IncomingRequest(id: request.id)
+        peer.incoming = SessionPeer.IncomingRequest(id: request.id, attempt: hello.attempt)
         self.peers[peerID] = peer
         self.requestOwners[request.id] = peerID
         self.reconcile(peerID)
@@ -108,8 +135,16 @@ extension SessionMachine {
     }
 
     mutating func handleRequestWithdrawn(_ id: ConnectionRequest.ID, _ reason: ConnectionRequestWithdrawal) {
-        guard let peerID = self.requestOwners.removeValue(forKey: id) else { return }
-        self.peers[peerID]?.incoming = nil
+        guard let peerID = self.requestOwners.removeValue(forKey: id), var request = self.peers[peerID]?.incoming else { return }
+        if request.alternates.contains(id) || (request.id == id && !request.alternates.isEmpty) {
+            // One path of the attempt is gone; another still carries it (the application still
+            // sees one request).
+            request.alternates.removeAll { $0 == id }
+            if request.id == id { request.id = request.alternates.removeFirst() }
+            self.peers[peerID]!.incoming = request
+            return
+        }
+        self.peers[peerID]!.incoming = nil
         let error: GKSessionError =
             switch reason {
             case .cancelled: .cancelledError
@@ -122,21 +157,23 @@ extension SessionMachine {
 
     mutating func handleLinkOpened(_ link: LinkID, payload: ByteBuffer) {
         guard let peerID = self.linkOwners[link], var peer = self.peers[peerID] else {
-            // Not ours any more (disconnected meanwhile): close it.
+            // Not ours any more (disconnected meanwhile, or a path that lost): close it.
             try? self.links.close(link, code: Self.closeNormal)
             return
         }
-        if peer.outgoing == link {
-            peer.outgoing = nil
+        if let attempt = peer.outgoing, attempt.links.contains(link) {
             guard let welcome = try? SessionWelcome.decode(payload), welcome.peerID == peerID else {
-                // Someone else answers at that address now.
-                self.linkOwners[link] = nil
+                // Someone else answers at that address now: that path has failed.
                 try? self.links.close(link, code: Self.closeWrongPeer)
-                self.peers[peerID] = peer
-                self.notify(.connectionFailed(peerID, .connectionFailedError))
-                self.reconcile(peerID)
+                self.pathFailed(link, of: peerID, .connectionFailedError, endsAttempt: false)
                 return
             }
+            // This path won: the others are withdrawn.
+            for other in attempt.links where other != link {
+                self.linkOwners[other] = nil
+                _ = self.links.cancelConnect(other)
+            }
+            peer.outgoing = nil
             peer.displayName = welcome.displayName
         } else if peer.incoming?.acceptedLink == link {
             peer.incoming = nil
@@ -152,10 +189,35 @@ extension SessionMachine {
     }
 
     mutating func handleConnectFailed(_ link: LinkID, _ error: TransportError) {
-        guard let peerID = self.linkOwners.removeValue(forKey: link), self.peers[peerID]?.outgoing == link else { return }
-        self.peers[peerID]!.outgoing = nil
+        guard let peerID = self.linkOwners[link], self.peers[peerID]?.outgoing?.links.contains(link) == true else { return }
         if case .authenticationFailed = error { self.statistics.authenticationFailures += 1 }
-        self.notify(.connectionFailed(peerID, Self.sessionError(for: error)))
+        // A refusal by the peer's application or session decides for every path; a path that
+        // got no answer (or was answered "duplicate") leaves the attempt to the others.
+        let endsAttempt: Bool
+        switch error {
+        case .denied(let code): endsAttempt = code != SessionDenyReason.duplicate.rawValue
+        case .authenticationFailed: endsAttempt = true
+        default: endsAttempt = false
+        }
+        self.pathFailed(link, of: peerID, Self.sessionError(for: error), endsAttempt: endsAttempt)
+    }
+
+    /// One path of our attempt failed: the attempt fails with `error` when this was its last
+    /// path or when the failure decides for all (the others are then withdrawn).
+    private mutating func pathFailed(_ link: LinkID, of peerID: UInt32, _ error: GKSessionError, endsAttempt: Bool) {
+        guard var attempt = self.peers[peerID]?.outgoing else { return }
+        self.linkOwners[link] = nil
+        attempt.links.removeAll { $0 == link }
+        if !endsAttempt, !attempt.links.isEmpty {
+            self.peers[peerID]!.outgoing = attempt
+            return
+        }
+        for other in attempt.links {
+            self.linkOwners[other] = nil
+            _ = self.links.cancelConnect(other)
+        }
+        self.peers[peerID]!.outgoing = nil
+        self.notify(.connectionFailed(peerID, error))
         self.reconcile(peerID)
     }
 
@@ -168,7 +230,7 @@ extension SessionMachine {
             case .inProgress: .inProgressError
             case .cancelled: .cancelledError
             case .timedOut: .timedOutError
-            case .wrongSession, .malformed, nil: .connectionFailedError
+            case .wrongSession, .malformed, .duplicate, nil: .connectionFailedError
             }
         case .timedOut: .timedOutError
         case .cancelled: .cancelledError

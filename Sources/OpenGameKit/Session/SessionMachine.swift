@@ -24,6 +24,8 @@ struct SessionMachine {
     static let outboxLimit = 16 << 20
     /// Display names of peers no longer known are kept for `displayName(forPeer:)`, up to this many.
     static let rememberedNames = 1024
+    /// A connection attempt tries at most this many of the peer's addresses at once.
+    static let maximumPathsPerAttempt = 8
 
     /// The close code of an ordinary disconnect.
     static let closeNormal: UInt16 = 0
@@ -40,6 +42,8 @@ struct SessionMachine {
     /// The peer each link (open, accepted or being opened) belongs to.
     var linkOwners: [LinkID: UInt32] = [:]
     var requestOwners: [ConnectionRequest.ID: UInt32] = [:]
+    /// The last attempt number used in a hello.
+    var lastAttempt: UInt32 = 0
     var outboxes: [LinkID: SessionOutbox] = [:]
     var formerNames: [UInt32: String] = [:]
     var statistics = GKSessionStatistics()

@@ -14,13 +14,28 @@ struct SessionPeer: Sendable {
     /// the peer confirms).
     struct IncomingRequest: Sendable, Equatable {
         var id: ConnectionRequest.ID
+        /// The attempt named in the hello.
+        var attempt: UInt32
+        /// Requests of the same attempt that came over the peer's other paths (our other
+        /// addresses): never shown to the application, answered along with `id`.
+        var alternates: [ConnectionRequest.ID] = []
         var acceptedLink: LinkID?
+
+        /// Every transport request this one holds.
+        var allRequests: [ConnectionRequest.ID] { [self.id] + self.alternates }
+    }
+
+    /// Our attempt to connect: one transport handshake per address of the peer, started
+    /// together; the first to open wins and the others are withdrawn.
+    struct OutgoingAttempt: Sendable, Equatable {
+        var attempt: UInt32
+        var links: [LinkID]
     }
 
     var displayName: String
     var sighting: Sighting?
     /// Our connection attempt to the peer.
-    var outgoing: LinkID?
+    var outgoing: OutgoingAttempt?
     var incoming: IncomingRequest?
     /// The open link to the peer.
     var link: LinkID?

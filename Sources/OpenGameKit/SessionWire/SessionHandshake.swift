@@ -20,6 +20,9 @@ struct SessionHello: Equatable, Sendable {
     var sessionKey: UInt64
     var peerID: UInt32
     var mode: UInt8
+    /// Names one connection attempt: the same in every hello it sends, one per address of the
+    /// responder, so the responder can tell a second path of one attempt from a new attempt.
+    var attempt: UInt32 = 0
     var displayName: String
 
     /// The session key of a session ID.
@@ -34,6 +37,7 @@ struct SessionHello: Equatable, Sendable {
         buffer.writeInteger(self.sessionKey)
         buffer.writeInteger(self.peerID)
         buffer.writeInteger(self.mode)
+        buffer.writeInteger(self.attempt)
         SessionWireText.write(self.displayName, into: &buffer)
         buffer.writeRepeatingByte(0, count: max(0, Self.paddedSize - buffer.readableBytes))
         return buffer
@@ -46,10 +50,11 @@ struct SessionHello: Equatable, Sendable {
         guard version == Self.currentVersion else { throw .unsupportedVersion(version) }
         guard let key = buffer.readInteger(as: UInt64.self),
             let peerID = buffer.readInteger(as: UInt32.self),
-            let mode = buffer.readInteger(as: UInt8.self)
+            let mode = buffer.readInteger(as: UInt8.self),
+            let attempt = buffer.readInteger(as: UInt32.self)
         else { throw .truncated }
         let name = try SessionWireText.read(from: &buffer)
-        return SessionHello(version: version, sessionKey: key, peerID: peerID, mode: mode, displayName: name)
+        return SessionHello(version: version, sessionKey: key, peerID: peerID, mode: mode, attempt: attempt, displayName: name)
     }
 }
 
@@ -95,6 +100,9 @@ enum SessionDenyReason: UInt16, Sendable, CaseIterable {
     case cancelled = 6
     /// The request timed out before the application answered.
     case timedOut = 7
+    /// Another path of the same attempt (another of our addresses) was answered instead: the
+    /// initiator drops this path quietly.
+    case duplicate = 8
 }
 
 /// Length-prefixed UTF-8 text (one length byte, at most 255 bytes, cut at a character
