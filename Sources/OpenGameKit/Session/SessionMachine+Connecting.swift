@@ -61,6 +61,16 @@ extension SessionMachine {
             self.requestOwners[alternate] = nil
         }
         request.alternates = []
+        if let attempt = self.peers[peerID]!.outgoing {
+            // Both asked at once and the peer's request went ahead (§14.3): ours has lost, and
+            // the application hears so now, before the connection, not after it.
+            for link in attempt.links {
+                self.linkOwners[link] = nil
+                _ = self.links.cancelConnect(link)
+            }
+            self.peers[peerID]!.outgoing = nil
+            self.notify(.connectionFailed(peerID, .inProgressError))
+        }
         do {
             let link = try self.links.accept(request.id, payload: welcome.encode())
             request.acceptedLink = link
