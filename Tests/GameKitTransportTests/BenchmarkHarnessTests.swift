@@ -19,7 +19,14 @@ struct BenchmarkHarnessTests {
             for key in ["work", "impl", "msgs_per_s", "mb_per_s", "p50_us", "p99_us", "delivered", "expected"] {
                 #expect(line.keys.contains(key), "\(line["impl"] ?? "?") lacks \(key)")
             }
-            #expect(line["delivered"] as? Int == line["expected"] as? Int, "\(line)")
+            let delivered = line["delivered"] as? Int ?? -1
+            let expected = line["expected"] as? Int ?? 0
+            if (line["work"] as? String)?.hasSuffix("unreliable-64") == true {
+                // Unreliable: a process starved of CPU may lose a few (seen with ENet in CI).
+                #expect(delivered <= expected && delivered >= expected * 9 / 10, "\(line)")
+            } else {
+                #expect(delivered == expected, "\(line)")
+            }
         }
         let ratios = lines.filter { $0["impl"] == nil }
         #expect(ratios.count == 2)
