@@ -197,12 +197,12 @@ struct EndpointMachine {
         }
     }
 
-    /// Shuts everything down at once: links closed with CLOSE frames, initiations withdrawn,
-    /// pending requests denied.
     /// Packets carrying each link's CLOSE at shutdown: the socket closes next, so a lost CLOSE
     /// could not be answered again and the peer would wait out its disconnect timeout.
     static let shutdownCloseCopies = 3
 
+    /// Shuts everything down at once: links closed with CLOSE frames (in `shutdownCloseCopies`
+    /// packets each), initiations withdrawn, pending requests denied.
     mutating func closeAll(now: NIODeadline) {
         for index in Array(self.initiators.keys) {
             self.withdraw(index, reason: .cancelled, error: .endpointClosed, now: now)

@@ -209,7 +209,7 @@ final class EndpointCore: @unchecked Sendable {
         let deadline = NIODeadline.now() + Self.shutdownFlushLimit
         self.eventLoop.execute { self.flushForShutdown(until: deadline, flushed) }
         try? await flushed.futureResult.get()
-        try? await self.channel?.close()
+        try? await self.currentChannel()?.close()
         let (opens, spaces) = self.lock.withLock { () -> ([OpenWaiter], [SpaceWaiter]) in
             let opens = Array(self.openWaiters.values)
             let spaces = self.spaceWaiters.values.flatMap { $0.map(\.continuation) }
@@ -383,10 +383,14 @@ final class EndpointCore: @unchecked Sendable {
         return kept
     }
 
+    /// The socket now (read on the event loop, where it may be replaced).
+    private func currentChannel() async -> Channel? {
+        (try? await self.eventLoop.submit { self.channel }.get()) ?? nil
+    }
+
     /// Closes the socket as a send error would (tests of ``socketClosed(_:)``).
     func closeSocketUnderneath() async {
-        let channel = try? await self.eventLoop.submit { self.channel }.get()
-        try? await channel?.close()
+        try? await self.currentChannel()?.close()
     }
 
     /// The socket closed while the endpoint is running (NIO closes a datagram channel on most
