@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "gk-impair", targets: ["gk-impair"]),
         .executable(name: "gk-mdns", targets: ["gk-mdns"]),
         .executable(name: "gk-session", targets: ["gk-session"]),
+        .executable(name: "gk-chat", targets: ["gk-chat"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -105,6 +106,13 @@ let package = Package(
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "gk-chat",
+            dependencies: [
+                "OpenGameKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

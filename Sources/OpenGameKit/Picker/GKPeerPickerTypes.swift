@@ -1,0 +1,128 @@
+/// The kinds of connection a peer picker offers (Game Kit's `GKPeerPickerConnectionType`).
+public struct GKPeerPickerConnectionType: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt
+
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+
+    /// Over the Internet: the picker only reports the choice; the application does the rest.
+    public static let online = GKPeerPickerConnectionType(rawValue: 1 << 0)
+    /// Peers on the local network, found with Bonjour: the picker does everything.
+    public static let nearby = GKPeerPickerConnectionType(rawValue: 1 << 1)
+}
+
+/// What a peer picker tells its application. Every method has a default, so an application
+/// implements only what it needs; like Game Kit's, it is called on the main thread.
+@MainActor
+public protocol GKPeerPickerControllerDelegate: AnyObject {
+    /// The user chose a connection type (asked only when `connectionTypesMask` has more than one).
+    /// After `.online` the picker dismisses itself: the application shows its own interface.
+    func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType)
+    /// The session the picker should use; nil (the default) makes the picker create a `.peer`
+    /// session with the default session ID and display name. The picker sets itself as the
+    /// session's delegate while it is visible and makes the session available.
+    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession?
+    /// A peer is connected: the application takes the session over (its delegate and data
+    /// handler are the application's to set) and the picker has dismissed itself.
+    func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession)
+    /// The user cancelled; the picker has dismissed itself.
+    func peerPickerControllerDidCancel(_ picker: GKPeerPickerController)
+}
+
+extension GKPeerPickerControllerDelegate {
+    public func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType) {}
+    public func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? { nil }
+    public func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {}
+    public func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {}
+}
+
+/// A peer as the picker lists it.
+public struct GKPeerPickerPeer: Hashable, Sendable {
+    public let peerID: String
+    public let displayName: String
+
+    public init(peerID: String, displayName: String) {
+        self.peerID = peerID
+        self.displayName = displayName
+    }
+}
+
+/// Where the picker's flow is.
+public enum GKPeerPickerPhase: Hashable, Sendable {
+    /// Asking which kind of connection; the options, in order.
+    case choosingConnectionType([GKPeerPickerConnectionType])
+    /// Listing the available peers.
+    case searching
+    /// Our invitation to this peer is waiting for its answer.
+    case inviting(GKPeerPickerPeer)
+    /// This peer invites us: accept or decline.
+    case invited(by: GKPeerPickerPeer)
+    /// We accepted this peer's invitation; the connection is being made.
+    case accepting(GKPeerPickerPeer)
+    /// No network interface can be used (the session could not be made available).
+    case noNetwork
+    /// Connected: the picker's work is done.
+    case connected(GKPeerPickerPeer)
+    /// Cancelled, dismissed, or the application took over an online connection.
+    case finished
+}
+
+/// A message about what just happened, shown until the next one or until the user acts.
+public enum GKPeerPickerNotice: Hashable, Sendable {
+    /// The peer declined our invitation.
+    case declined(GKPeerPickerPeer)
+    /// The peer did not answer in time.
+    case noAnswer(GKPeerPickerPeer)
+    /// The peer withdrew its invitation (cancelled, or it timed out on its side).
+    case withdrawn(GKPeerPickerPeer)
+    /// The connection with the peer failed for another reason.
+    case failed(GKPeerPickerPeer, reason: String)
+}
+
+/// Everything a presenter draws: the phase, the live list, the highlighted row, a notice.
+public struct GKPeerPickerScreen: Hashable, Sendable {
+    public var phase: GKPeerPickerPhase
+    /// The available peers, sorted by display name.
+    public var peers: [GKPeerPickerPeer]
+    /// The highlighted row: of `peers` while searching, of the options while choosing a type.
+    public var selection: Int
+    public var notice: GKPeerPickerNotice?
+
+    public init(phase: GKPeerPickerPhase, peers: [GKPeerPickerPeer] = [], selection: Int = 0, notice: GKPeerPickerNotice? = nil) {
+        self.phase = phase
+        self.peers = peers
+        self.selection = selection
+        self.notice = notice
+    }
+
+    /// The highlighted peer while searching.
+    public var selectedPeer: GKPeerPickerPeer? {
+        guard case .searching = self.phase, self.peers.indices.contains(self.selection) else { return nil }
+        return self.peers[self.selection]
+    }
+}
+
+/// What the user can do in a picker, whatever draws it.
+public enum GKPeerPickerAction: Hashable, Sendable {
+    /// Highlight the previous or next row.
+    case moveUp, moveDown
+    /// Highlight a row by its index.
+    case highlight(Int)
+    /// Enter: choose the highlighted type, invite the highlighted peer, or retry without network.
+    case choose
+    /// Accept or decline the invitation shown.
+    case accept, decline
+    /// Esc: withdraw our invitation, or leave the picker.
+    case cancel
+}
+
+/// Draws a picker and reports what the user does. The picker calls it on the main actor;
+/// `actions` must be called there too. A GUI toolkit can draw the same picker with its own.
+@MainActor
+public protocol GKPeerPickerPresenter: AnyObject {
+    /// Starts showing `screen`; the user's actions go to `actions`.
+    func present(_ screen: GKPeerPickerScreen, actions: @escaping @MainActor (GKPeerPickerAction) -> Void)
+    /// Shows a changed screen.
+    func update(_ screen: GKPeerPickerScreen)
+    /// Stops showing the picker and gives the terminal or window back.
+    func dismiss()
+}

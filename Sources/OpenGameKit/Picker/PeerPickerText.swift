@@ -1,0 +1,56 @@
+/// The words of the picker, shared by the terminal and line presenters (and a GUI could use them).
+public enum PeerPickerText {
+    /// The one-line status of a screen: what is happening and what the user can do.
+    public static func status(of screen: GKPeerPickerScreen) -> String {
+        switch screen.phase {
+        case .choosingConnectionType:
+            return "How do you want to connect?"
+        case .searching:
+            return screen.peers.isEmpty ? "Searching for nearby peers…" : "Choose a peer to invite"
+        case .inviting(let peer):
+            return "Waiting for \(peer.displayName) to accept… (Esc cancels)"
+        case .invited(let peer):
+            return "\(peer.displayName) wants to connect — [A]ccept / [D]ecline"
+        case .accepting(let peer):
+            return "Connecting to \(peer.displayName)…"
+        case .noNetwork:
+            return "No usable network interface — [R]etry / Esc"
+        case .connected(let peer):
+            return "Connected to \(peer.displayName)"
+        case .finished:
+            return "Closed"
+        }
+    }
+
+    /// The notice, if any, as a sentence.
+    public static func notice(of screen: GKPeerPickerScreen) -> String? {
+        switch screen.notice {
+        case .declined(let peer)?: "\(peer.displayName) declined."
+        case .noAnswer(let peer)?: "\(peer.displayName) did not answer."
+        case .withdrawn(let peer)?: "\(peer.displayName) withdrew the invitation."
+        case .failed(let peer, let reason)?: "Could not connect to \(peer.displayName): \(reason)"
+        case nil: nil
+        }
+    }
+
+    /// The rows of the list: connection types while choosing one, peers otherwise.
+    public static func rows(of screen: GKPeerPickerScreen) -> [String] {
+        if case .choosingConnectionType(let options) = screen.phase {
+            return options.map { $0 == .online ? "Online" : "Nearby" }
+        }
+        return screen.peers.map(\.displayName)
+    }
+
+    /// The keys that work now.
+    public static func help(of screen: GKPeerPickerScreen) -> String {
+        switch screen.phase {
+        case .choosingConnectionType: "↑/↓ or j/k, Enter to choose, Esc or q to cancel"
+        case .searching: screen.peers.isEmpty ? "Esc or q to cancel" : "↑/↓ or j/k, Enter to invite, Esc or q to cancel"
+        case .inviting: "Esc cancels the invitation"
+        case .invited: "a accepts, d declines"
+        case .accepting: "Esc cancels"
+        case .noNetwork: "r retries, Esc or q cancels"
+        case .connected, .finished: ""
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// The process's standard input, read by one thread for the life of the process and handed,
+/// chunk by chunk on the main queue, to whoever listens now (the picker, then a chat screen…).
+/// One reader for everyone means no byte is lost between two screens.
+public final class StandardInput: @unchecked Sendable {
+    /// What a listener receives.
+    public enum Chunk: Sendable {
+        case bytes([UInt8])
+        case endOfInput
+    }
+
+    public static let shared = StandardInput()
+
+    private let lock = NIOLock()
+    private var listener: (@MainActor (Chunk) -> Void)?
+    private var started = false
+    private var ended = false
+
+    private init() {}
+
+    /// Makes `listener` the one that receives input from now on (nil: input waits, unread by
+    /// anyone, in the order it came).
+    public func listen(_ listener: (@MainActor (Chunk) -> Void)?) {
+        let (start, endedAlready) = self.lock.withLock { () -> (Bool, Bool) in
+            self.listener = listener
+            defer { self.started = true }
+            return (!self.started, self.ended)
+        }
+        if start {
+            let thread = Thread { self.readUntilEnd() }
+            thread.name = "OpenGameKit standard input"
+            thread.start()
+        }
+        if endedAlready, let listener {
+            DispatchQueue.main.async { MainActor.assumeIsolated { listener(.endOfInput) } }
+        }
+    }
+
+    private func readUntilEnd() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            let chunk: Chunk = count > 0 ? .bytes(Array(buffer[..<count])) : .endOfInput
+            if case .endOfInput = chunk { self.lock.withLock { self.ended = true } }
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated {
+                    // The listener at delivery time: a screen that took over gets what follows.
+                    let listener = self.lock.withLock { self.listener }
+                    listener?(chunk)
+                }
+            }
+            if count <= 0 { return }
+        }
+    }
+}
+
+/// A key from a terminal in raw mode.
+public enum TerminalKey: Hashable, Sendable {
+    case up, down, left, right
+    case enter, escape, backspace, tab
+    /// Ctrl-C and Ctrl-D.
+    case interrupt, endOfFile
+    case character(Character)
+}
+
+/// Turns raw terminal bytes into keys: arrow sequences (`ESC [ A`, `ESC O A`…), Enter (CR or
+/// LF), Backspace (DEL or BS), Esc alone (an ESC that ends its chunk), UTF-8 text. Unknown escape
+/// sequences are skipped whole.
+public struct TerminalKeyDecoder: Sendable {
+    private var pending: [UInt8] = []
+
+    public init() {}
+
+    public mutating func keys(from bytes: [UInt8]) -> [TerminalKey] {
+        let input = self.pending + bytes
+        self.pending = []
+        var keys: [TerminalKey] = []
+        var index = 0
+        while index < input.count {
+            let byte = input[index]
+            switch byte {
+            case 0x1B:
+                guard index + 1 < input.count else {
+                    keys.append(.escape)
+                    index += 1
+                    continue
+                }
+                let next = input[index + 1]
+                guard next == UInt8(ascii: "[") || next == UInt8(ascii: "O") else {
+                    keys.append(.escape)
+                    index += 1
+                    continue
+                }
+                // A CSI or SS3 sequence: parameters, then a final byte in 0x40...0x7E.
+                var end = index + 2
+                while end < input.count, !(0x40...0x7E).contains(input[end]) { end += 1 }
+                guard end < input.count else {
+                    self.pending = Array(input[index...])  // the rest comes in the next chunk
+                    return keys
+                }
+                switch input[end] {
+                case UInt8(ascii: "A"): keys.append(.up)
+                case UInt8(ascii: "B"): keys.append(.down)
+                case UInt8(ascii: "C"): keys.append(.right)
+                case UInt8(ascii: "D"): keys.append(.left)
+                default: break
+                }
+                index = end + 1
+            case 0x0D, 0x0A:
+                keys.append(.enter)
+                // CR LF is one Enter.
+                index += byte == 0x0D && index + 1 < input.count && input[index + 1] == 0x0A ? 2 : 1
+            case 0x7F, 0x08:
+                keys.append(.backspace)
+                index += 1
+            case 0x09:
+                keys.append(.tab)
+                index += 1
+            case 0x03:
+                keys.append(.interrupt)
+                index += 1
+            case 0x04:
+                keys.append(.endOfFile)
+                index += 1
+            case 0x00..<0x20:
+                index += 1
+            default:
+                let length = byte < 0xC0 ? 1 : byte < 0xE0 ? 2 : byte < 0xF0 ? 3 : 4
+                guard index + length <= input.count else {
+                    self.pending = Array(input[index...])
+                    return keys
+                }
+                if let text = String(validating: input[index..<index + length], as: UTF8.self), let character = text.first {
+                    keys.append(.character(character))
+                }
+                index += length
+            }
+        }
+        return keys
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+
+/// The picker as a full-screen terminal interface: raw mode on the alternate screen, a live list
+/// with the highlighted row in reverse video, a spinner while searching or waiting, a clean redraw
+/// when the window is resized; ↑/↓ or j/k, Enter, Esc or q, a/d for invitations, r to retry.
+/// The terminal is restored when the picker is dismissed, and on exit, Ctrl-C or a crash.
+@MainActor
+public final class TerminalPickerPresenter: GKPeerPickerPresenter {
+    private static let spinner: [Character] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+
+    private var screen = GKPeerPickerScreen(phase: .finished)
+    private var actions: (@MainActor (GKPeerPickerAction) -> Void)?
+    private var decoder = TerminalKeyDecoder()
+    private var ticker: DispatchSourceTimer?
+    private var resizes: DispatchSourceSignal?
+    private var frame = 0
+
+    public init() {}
+
+    public func present(_ screen: GKPeerPickerScreen, actions: @escaping @MainActor (GKPeerPickerAction) -> Void) {
+        self.screen = screen
+        self.actions = actions
+        TerminalScreen.shared.enter()
+        StandardInput.shared.listen { [weak self] chunk in self?.input(chunk) }
+        let ticker = DispatchSource.makeTimerSource(queue: .main)
+        ticker.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
+        ticker.setEventHandler { [weak self] in
+            MainActor.assumeIsolated {
+                guard let self else { return }
+                self.frame += 1
+                if self.isBusy { self.draw() }
+            }
+        }
+        ticker.resume()
+        self.ticker = ticker
+        self.resizes = TerminalResize.watch { [weak self] in self?.draw() }
+        self.draw()
+    }
+
+    public func update(_ screen: GKPeerPickerScreen) {
+        self.screen = screen
+        self.draw()
+    }
+
+    public func dismiss() {
+        guard self.actions != nil else { return }
+        self.actions = nil
+        self.ticker?.cancel()
+        self.ticker = nil
+        self.resizes?.cancel()
+        self.resizes = nil
+        StandardInput.shared.listen(nil)
+        TerminalScreen.shared.leave()
+    }
+
+    private var isBusy: Bool {
+        switch self.screen.phase {
+        case .searching, .inviting, .accepting: true
+        default: false
+        }
+    }
+
+    private func input(_ chunk: StandardInput.Chunk) {
+        guard let actions = self.actions else { return }
+        guard case .bytes(let bytes) = chunk else { return actions(.cancel) }
+        for key in self.decoder.keys(from: bytes) {
+            guard let action = Self.action(for: key) else { continue }
+            actions(action)
+            if self.actions == nil { return }  // dismissed by that action
+        }
+    }
+
+    /// The picker's keys.
+    static func action(for key: TerminalKey) -> GKPeerPickerAction? {
+        switch key {
+        case .up, .character("k"): .moveUp
+        case .down, .character("j"), .tab: .moveDown
+        case .enter, .character("r"), .character("R"): .choose
+        case .escape, .interrupt, .endOfFile, .character("q"), .character("Q"): .cancel
+        case .character("a"), .character("A"): .accept
+        case .character("d"), .character("D"): .decline
+        default: nil
+        }
+    }
+
+    private func draw() {
+        guard self.actions != nil else { return }
+        let (rows, columns) = TerminalScreen.shared.size
+        func fit(_ text: String) -> String { String(text.prefix(max(columns - 1, 1))) }
+        var lines: [String] = []
+        lines.append("\u{1B}[1m" + fit(" OpenGameKit — peer picker") + "\u{1B}[0m")
+        lines.append("")
+        let spin = self.isBusy ? "\(Self.spinner[self.frame % Self.spinner.count]) " : ""
+        lines.append(fit(" \(spin)\(PeerPickerText.status(of: self.screen))"))
+        lines.append("")
+        let list = PeerPickerText.rows(of: self.screen)
+        let listShown: Bool
+        switch self.screen.phase {
+        case .choosingConnectionType, .searching: listShown = true
+        default: listShown = false
+        }
+        if listShown {
+            // As many rows as fit, scrolled to keep the highlighted one in view.
+            let room = max(rows - 8, 1)
+            let first = max(0, min(self.screen.selection - room + 1, list.count - room))
+            for (index, row) in list.enumerated().dropFirst(first).prefix(room) {
+                let text = fit("   \(row)")
+                lines.append(index == self.screen.selection ? "\u{1B}[7m" + text + "\u{1B}[0m" : text)
+            }
+        }
+        if let notice = PeerPickerText.notice(of: self.screen) {
+            lines.append("")
+            lines.append("\u{1B}[33m" + fit(" \(notice)") + "\u{1B}[0m")
+        }
+        var output = "\u{1B}[H\u{1B}[2J" + lines.prefix(max(rows - 1, 1)).joined(separator: "\r\n")
+        output += "\u{1B}[\(rows);1H\u{1B}[2m" + fit(" \(PeerPickerText.help(of: self.screen))") + "\u{1B}[0m"
+        TerminalScreen.shared.write(output)
+    }
+}
+
+/// Window-size changes (SIGWINCH), delivered on the main queue.
+enum TerminalResize {
+    @MainActor
+    static func watch(_ handler: @escaping @MainActor () -> Void) -> DispatchSourceSignal {
+        signal(SIGWINCH, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .main)
+        source.setEventHandler { MainActor.assumeIsolated { handler() } }
+        source.resume()
+        return source
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import OpenGameKit
+
+/// The application: the picker until a peer is connected, then the chat, then the picker again.
+@MainActor
+final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
+    private let session: GKSession
+    private let mode: GKChat.ChatMode
+    private let picker = GKPeerPickerController()
+    private var chat: ChatScreen?
+    private var finished: CheckedContinuation<Void, Never>?
+    private var quitting = false
+
+    init(session: GKSession, mode: GKChat.ChatMode) {
+        self.session = session
+        self.mode = mode
+    }
+
+    /// Runs until the user quits.
+    func run() async {
+        await withCheckedContinuation { continuation in
+            self.finished = continuation
+            if self.mode == .server {
+                self.openRoom()
+            } else {
+                self.showPicker()
+            }
+        }
+    }
+
+    func quit() {
+        guard !self.quitting else { return }
+        self.quitting = true
+        self.picker.dismiss()
+        self.chat?.close()
+        self.chat = nil
+        self.session.setDataReceiveHandler(nil)
+        self.session.disconnectFromAllPeers()
+        Task {
+            await self.session.close()
+            self.finished?.resume()
+            self.finished = nil
+        }
+    }
+
+    // MARK: - Picker
+
+    private func showPicker() {
+        guard !self.quitting else { return }
+        self.session.delegate = nil
+        self.picker.delegate = self
+        self.picker.show()
+    }
+
+    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? {
+        self.session
+    }
+
+    func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
+        self.openChat()
+        self.chat?.system("Connected to \(session.displayName(forPeer: peerID) ?? peerID)")
+        // In a room, the server's other members are already known.
+        for member in session.peers(with: .stateConnectedRelay) ?? [] {
+            self.chat?.system("\(session.displayName(forPeer: member) ?? member) is here")
+        }
+    }
+
+    func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {
+        self.quit()
+    }
+
+    // MARK: - Chat
+
+    /// A server's room: no picker, everyone is accepted.
+    private func openRoom() {
+        self.openChat()
+        self.session.isAvailable = true
+        self.chat?.system("Room \"\(self.session.sessionID)\" open as \(self.session.displayName); waiting for clients")
+    }
+
+    private func openChat() {
+        let screen = ChatScreen.make(title: "gk-chat — \(self.session.displayName)")
+        screen.onLine = { [weak self] line in self?.typed(line) }
+        screen.onQuit = { [weak self] in self?.quit() }
+        self.chat = screen
+        self.session.delegate = self
+        self.session.setDataReceiveHandler { data, peerID, session in
+            let text = String(decoding: data, as: UTF8.self)
+            let name = session.displayName(forPeer: peerID) ?? peerID
+            DispatchQueue.main.async { MainActor.assumeIsolated { self.chat?.message(from: name, text) } }
+        }
+        screen.open()
+    }
+
+    private func typed(_ line: String) {
+        switch line {
+        case "/quit":
+            self.quit()
+        case "/leave":
+            self.leave()
+        case "":
+            break
+        default:
+            do {
+                try self.session.sendData(toAllPeers: Data(line.utf8), with: .reliable)
+                self.chat?.message(from: self.session.displayName, line)
+            } catch {
+                self.chat?.system("Not sent: \(error)")
+            }
+        }
+    }
+
+    /// Back to the picker (a server's room stays open).
+    private func leave() {
+        guard self.mode != .server else {
+            self.chat?.system("The server keeps the room open; /quit closes it")
+            return
+        }
+        self.session.disconnectFromAllPeers()
+        self.backToPicker()
+    }
+
+    private func backToPicker() {
+        self.chat?.close()
+        self.chat = nil
+        self.session.setDataReceiveHandler(nil)
+        self.showPicker()
+    }
+
+    // MARK: - Session events while chatting
+
+    nonisolated func session(_ session: GKSession, peer peerID: String, didChange state: GKPeerConnectionState) {
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated { self.peer(peerID, changedTo: state) }
+        }
+    }
+
+    nonisolated func session(_ session: GKSession, didReceiveConnectionRequestFromPeer peerID: String) {
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated {
+                // A server's room takes everyone; a chatting peer is busy.
+                if self.mode == .server {
+                    try? self.session.acceptConnection(fromPeer: peerID)
+                } else {
+                    self.session.denyConnection(fromPeer: peerID)
+                }
+            }
+        }
+    }
+
+    private func peer(_ peerID: String, changedTo state: GKPeerConnectionState) {
+        guard let chat = self.chat else { return }
+        let name = self.session.displayName(forPeer: peerID) ?? peerID
+        switch state {
+        case .stateConnected, .stateConnectedRelay:
+            chat.system("\(name) joined")
+        case .stateDisconnected:
+            chat.system("\(name) left")
+            let remaining = (self.session.peers(with: .stateConnected) ?? []) + (self.session.peers(with: .stateConnectedRelay) ?? [])
+            if self.mode != .server, remaining.isEmpty { self.backToPicker() }
+        default:
+            break
+        }
+    }
+}
