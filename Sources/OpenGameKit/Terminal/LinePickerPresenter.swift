@@ -60,7 +60,7 @@ public final class LinePickerPresenter: GKPeerPickerPresenter {
     }
 
     /// What one input line means.
-    static func actions(for line: String) -> [GKPeerPickerAction] {
+    nonisolated static func actions(for line: String) -> [GKPeerPickerAction] {
         switch line.lowercased() {
         case "": [.choose]
         case "a", "accept": [.accept]

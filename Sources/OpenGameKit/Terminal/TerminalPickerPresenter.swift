@@ -71,7 +71,7 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
     }
 
     /// The picker's keys.
-    static func action(for key: TerminalKey) -> GKPeerPickerAction? {
+    nonisolated static func action(for key: TerminalKey) -> GKPeerPickerAction? {
         switch key {
         case .up, .character("k"): .moveUp
         case .down, .character("j"), .tab: .moveDown

@@ -1,0 +1,302 @@
+import Testing
+
+@testable import OpenGameKit
+
+/// The picker's state machine, every phase and transition, with session events made up by the
+/// test (no session, no terminal).
+@Suite("Peer picker model")
+struct PeerPickerModelTests {
+    static let bob = GKPeerPickerPeer(peerID: "2", displayName: "Bob")
+    static let carol = GKPeerPickerPeer(peerID: "3", displayName: "Carol")
+    static let dave = GKPeerPickerPeer(peerID: "4", displayName: "Dave")
+
+    /// Searching, with Bob and Carol listed, the start's effects taken.
+    static func searching() -> PeerPickerModel {
+        var model = PeerPickerModel(connectionTypes: .nearby)
+        model.start()
+        #expect(model.takeEffects() == [.startSession])
+        model.peerChanged(Self.carol, to: .stateAvailable)
+        // Carol, listed first, keeps the highlight as Bob sorts in before her.
+        #expect(model.screen.selection == 0)
+        model.peerChanged(Self.bob, to: .stateAvailable)
+        #expect(model.screen.selectedPeer == Self.carol)
+        model.handle(.highlight(0))
+        return model
+    }
+
+    static func inviting() -> PeerPickerModel {
+        var model = Self.searching()
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.connect("2")])
+        return model
+    }
+
+    static func invited() -> PeerPickerModel {
+        var model = Self.searching()
+        model.connectionRequested(by: Self.carol)
+        #expect(model.takeEffects() == [])
+        return model
+    }
+
+    // MARK: - Choosing the connection type
+
+    @Test func nearbyAloneStartsSearchingAtOnce() {
+        var model = PeerPickerModel(connectionTypes: .nearby)
+        model.start()
+        #expect(model.screen.phase == .searching)
+        #expect(model.takeEffects() == [.startSession])
+    }
+
+    @Test func bothTypesAskFirstAndNearbyThenSearches() {
+        var model = PeerPickerModel(connectionTypes: [.nearby, .online])
+        model.start()
+        #expect(model.screen.phase == .choosingConnectionType([.nearby, .online]))
+        #expect(model.takeEffects() == [])
+        model.handle(.moveDown)
+        model.handle(.moveDown)  // stays on the last
+        #expect(model.screen.selection == 1)
+        model.handle(.moveUp)
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.selectedConnectionType(.nearby), .startSession])
+        #expect(model.screen.phase == .searching)
+    }
+
+    @Test func choosingOnlineLeavesTheRestToTheApplication() {
+        var model = PeerPickerModel(connectionTypes: [.nearby, .online])
+        model.start()
+        model.handle(.highlight(1))
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.selectedConnectionType(.online), .finishedOnline])
+        #expect(model.screen.phase == .finished)
+        var onlineOnly = PeerPickerModel(connectionTypes: .online)
+        onlineOnly.start()
+        #expect(onlineOnly.takeEffects() == [.selectedConnectionType(.online), .finishedOnline])
+    }
+
+    @Test func cancellingTheTypeChoiceCancelsThePicker() {
+        var model = PeerPickerModel(connectionTypes: [.nearby, .online])
+        model.start()
+        model.handle(.cancel)
+        #expect(model.takeEffects() == [.cancelled])
+        #expect(model.screen.phase == .finished)
+    }
+
+    // MARK: - Searching
+
+    @Test func theListIsLiveSortedAndKeepsTheHighlightOnItsPeer() {
+        var model = Self.searching()
+        #expect(model.screen.peers == [Self.bob, Self.carol])
+        model.handle(.moveDown)
+        #expect(model.screen.selectedPeer == Self.carol)
+        model.peerChanged(Self.dave, to: .stateAvailable)
+        model.peerChanged(Self.bob, to: .stateAvailable)  // already listed: once only
+        #expect(model.screen.peers == [Self.bob, Self.carol, Self.dave])
+        #expect(model.screen.selectedPeer == Self.carol)
+        // Bob busy elsewhere, Dave gone: off the list; Carol still highlighted.
+        model.peerChanged(Self.bob, to: .stateUnavailable)
+        model.peerChanged(Self.dave, to: .stateDisconnected)
+        #expect(model.screen.peers == [Self.carol])
+        #expect(model.screen.selectedPeer == Self.carol)
+        // The highlighted peer leaves: the nearest row is highlighted.
+        model.peerChanged(Self.carol, to: .stateUnavailable)
+        #expect(model.screen.peers.isEmpty)
+        #expect(model.screen.selectedPeer == nil)
+        model.handle(.choose)  // nobody to invite
+        #expect(model.takeEffects() == [])
+        #expect(model.screen.phase == .searching)
+    }
+
+    @Test func cancellingWhileSearchingCancelsThePicker() {
+        var model = Self.searching()
+        model.handle(.cancel)
+        #expect(model.takeEffects() == [.cancelled])
+    }
+
+    @Test func actionsThatMeanNothingChangeNothing() {
+        var model = Self.searching()
+        let before = model.screen
+        model.handle(.accept)
+        model.handle(.decline)
+        #expect(model.screen == before)
+        #expect(model.takeEffects() == [])
+    }
+
+    // MARK: - Inviting
+
+    @Test func invitingThenConnectedHandsTheSessionOver() {
+        var model = Self.inviting()
+        #expect(model.screen.phase == .inviting(Self.bob))
+        model.peerChanged(Self.bob, to: .stateConnecting)
+        #expect(model.screen.phase == .inviting(Self.bob))
+        model.peerChanged(Self.bob, to: .stateConnected)
+        #expect(model.screen.phase == .connected(Self.bob))
+        #expect(model.takeEffects() == [.connected(Self.bob)])
+    }
+
+    @Test(arguments: [
+        (GKSessionError.declinedError, GKPeerPickerNotice.declined(PeerPickerModelTests.bob)),
+        (.timedOutError, .noAnswer(PeerPickerModelTests.bob)),
+        (.cancelledError, .withdrawn(PeerPickerModelTests.bob)),
+        (.connectionFailedError, .failed(PeerPickerModelTests.bob, reason: "\(GKSessionError.connectionFailedError)")),
+    ])
+    func aFailedInvitationShowsWhyAndSearchesAgain(error: GKSessionError, notice: GKPeerPickerNotice) {
+        var model = Self.inviting()
+        model.connectionFailed(with: Self.bob, error: error)
+        #expect(model.screen.phase == .searching)
+        #expect(model.screen.notice == notice)
+        // The next invitation clears the notice.
+        model.handle(.choose)
+        #expect(model.screen.notice == nil)
+    }
+
+    @Test func cancellingAnInvitationWithdrawsItQuietly() {
+        var model = Self.inviting()
+        model.handle(.cancel)
+        #expect(model.takeEffects() == [.cancelConnect("2")])
+        #expect(model.screen.phase == .searching)
+        model.connectionFailed(with: Self.bob, error: GKSessionError.cancelledError)
+        #expect(model.screen.notice == nil)
+    }
+
+    @Test func bothInvitingEachOtherEndsInOneAcceptedConnection() {
+        var model = Self.inviting()
+        // Our attempt lost the glare rule...
+        model.connectionFailed(with: Self.bob, error: GKSessionError.inProgressError)
+        #expect(model.screen.phase == .inviting(Self.bob))
+        // ...and Bob's request is what we wanted anyway.
+        model.connectionRequested(by: Self.bob)
+        #expect(model.takeEffects() == [.accept("2")])
+        #expect(model.screen.phase == .accepting(Self.bob))
+        model.peerChanged(Self.bob, to: .stateConnected)
+        #expect(model.takeEffects() == [.connected(Self.bob)])
+    }
+
+    @Test func anotherInvitationWhileInvitingIsDeclined() {
+        var model = Self.inviting()
+        model.connectionRequested(by: Self.carol)
+        #expect(model.takeEffects() == [.deny("3")])
+        #expect(model.screen.phase == .inviting(Self.bob))
+        // Carol's failure is not the attempt on screen.
+        model.connectionFailed(with: Self.carol, error: GKSessionError.declinedError)
+        #expect(model.screen.phase == .inviting(Self.bob))
+        #expect(model.screen.notice == nil)
+    }
+
+    // MARK: - Invited
+
+    @Test func acceptingAnInvitationConnects() {
+        var model = Self.invited()
+        #expect(model.screen.phase == .invited(by: Self.carol))
+        model.handle(.accept)
+        #expect(model.takeEffects() == [.accept("3")])
+        #expect(model.screen.phase == .accepting(Self.carol))
+        model.peerChanged(Self.carol, to: .stateConnected)
+        #expect(model.takeEffects() == [.connected(Self.carol)])
+    }
+
+    @Test(arguments: [GKPeerPickerAction.decline, .cancel])
+    func decliningAnInvitationSearchesAgain(action: GKPeerPickerAction) {
+        var model = Self.invited()
+        model.handle(action)
+        #expect(model.takeEffects() == [.deny("3")])
+        #expect(model.screen.phase == .searching)
+    }
+
+    @Test func anInvitationWithdrawnByItsSenderIsShown() {
+        var model = Self.invited()
+        model.connectionFailed(with: Self.carol, error: GKSessionError.cancelledError)
+        #expect(model.screen.phase == .searching)
+        #expect(model.screen.notice == .withdrawn(Self.carol))
+        var timedOut = Self.invited()
+        timedOut.connectionFailed(with: Self.carol, error: GKSessionError.timedOutError)
+        #expect(timedOut.screen.notice == .withdrawn(Self.carol))
+    }
+
+    @Test func aSecondInvitationWhileOneIsShownIsDeclined() {
+        var model = Self.invited()
+        model.connectionRequested(by: Self.dave)
+        #expect(model.takeEffects() == [.deny("4")])
+        #expect(model.screen.phase == .invited(by: Self.carol))
+    }
+
+    @Test func anAcceptThatFailsShowsTheFailure() {
+        var model = Self.invited()
+        model.handle(.accept)
+        _ = model.takeEffects()
+        model.connectionFailed(with: Self.carol, error: GKSessionError.connectionFailedError)
+        #expect(model.screen.phase == .searching)
+        #expect(model.screen.notice == .failed(Self.carol, reason: "\(GKSessionError.connectionFailedError)"))
+    }
+
+    @Test func cancellingWhileAcceptingDeclinesAndCancels() {
+        var model = Self.invited()
+        model.handle(.accept)
+        _ = model.takeEffects()
+        model.handle(.cancel)
+        #expect(model.takeEffects() == [.deny("3"), .cancelled])
+    }
+
+    // MARK: - No network
+
+    @Test func noNetworkOffersRetryAndCancel() {
+        var model = Self.searching()
+        model.sessionFailed()
+        #expect(model.screen.phase == .noNetwork)
+        #expect(model.screen.peers.isEmpty)
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.retrySession])
+        #expect(model.screen.phase == .searching)
+        model.sessionFailed()
+        model.handle(.cancel)
+        #expect(model.takeEffects() == [.cancelled])
+        // After the end, a session failure changes nothing.
+        model.sessionFailed()
+        #expect(model.screen.phase == .finished)
+    }
+
+    // MARK: - What presenters show
+
+    @Test func everyPhaseHasItsWords() {
+        #expect(PeerPickerText.status(of: GKPeerPickerScreen(phase: .inviting(Self.bob))) == "Waiting for Bob to accept… (Esc cancels)")
+        #expect(PeerPickerText.status(of: GKPeerPickerScreen(phase: .invited(by: Self.bob))) == "Bob wants to connect — [A]ccept / [D]ecline")
+        #expect(PeerPickerText.status(of: GKPeerPickerScreen(phase: .searching)) == "Searching for nearby peers…")
+        #expect(PeerPickerText.rows(of: GKPeerPickerScreen(phase: .choosingConnectionType([.nearby, .online]))) == ["Nearby", "Online"])
+        #expect(PeerPickerText.notice(of: GKPeerPickerScreen(phase: .searching, notice: .declined(Self.bob))) == "Bob declined.")
+        let phases: [GKPeerPickerPhase] = [
+            .choosingConnectionType([.nearby]), .searching, .inviting(Self.bob), .invited(by: Self.bob), .accepting(Self.bob), .noNetwork,
+            .connected(Self.bob), .finished,
+        ]
+        #expect(Set(phases.map { PeerPickerText.status(of: GKPeerPickerScreen(phase: $0)) }).count == phases.count)
+    }
+
+    @Test func keysAndLinesMapToActions() {
+        #expect(TerminalPickerPresenter.action(for: .up) == .moveUp)
+        #expect(TerminalPickerPresenter.action(for: .character("j")) == .moveDown)
+        #expect(TerminalPickerPresenter.action(for: .enter) == .choose)
+        #expect(TerminalPickerPresenter.action(for: .escape) == .cancel)
+        #expect(TerminalPickerPresenter.action(for: .character("q")) == .cancel)
+        #expect(TerminalPickerPresenter.action(for: .character("A")) == .accept)
+        #expect(TerminalPickerPresenter.action(for: .character("d")) == .decline)
+        #expect(TerminalPickerPresenter.action(for: .character("x")) == nil)
+        #expect(LinePickerPresenter.actions(for: "2") == [.highlight(1), .choose])
+        #expect(LinePickerPresenter.actions(for: "") == [.choose])
+        #expect(LinePickerPresenter.actions(for: "0") == [])
+        #expect(LinePickerPresenter.actions(for: "Accept") == [.accept])
+        #expect(LinePickerPresenter.actions(for: "nonsense") == [])
+    }
+
+    @Test func theKeyDecoderReadsArrowsEscapeTextAndSplitSequences() {
+        var decoder = TerminalKeyDecoder()
+        #expect(decoder.keys(from: Array("\u{1B}[A\u{1B}OBk\r\n\u{7F}".utf8)) == [.up, .down, .character("k"), .enter, .backspace])
+        #expect(decoder.keys(from: [0x1B]) == [.escape])
+        #expect(decoder.keys(from: Array("é\u{03}\u{04}".utf8)) == [.character("é"), .interrupt, .endOfFile])
+        // A sequence cut between two reads, and an unknown one skipped whole.
+        #expect(decoder.keys(from: [0x1B, UInt8(ascii: "[")]) == [])
+        #expect(decoder.keys(from: [UInt8(ascii: "B")]) == [.down])
+        #expect(decoder.keys(from: Array("\u{1B}[15~x".utf8)) == [.character("x")])
+        // A UTF-8 character cut between two reads.
+        let euro = Array("€".utf8)
+        #expect(decoder.keys(from: Array(euro.prefix(1))) == [])
+        #expect(decoder.keys(from: Array(euro.dropFirst())) == [.character("€")])
+    }
+}
