@@ -59,6 +59,12 @@ public enum SandboxScript {
     }
 
     private static func runBlocking(_ script: String, loss: Double, timeout: Double) throws -> Result {
+        // Test runners block most signals in their threads, and a spawned process inherits the
+        // spawning thread's mask: programs that live on signals (tmux waits for SIGCHLD, a
+        // terminal program for SIGWINCH) would hang. This thread is ours: unblock everything.
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
         let process = Process()
         process.executableURL = self.packageRoot.appendingPathComponent("scripts/sandbox")
         var arguments = loss > 0 ? ["--loss", "\(loss)"] : []

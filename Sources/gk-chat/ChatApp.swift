@@ -11,9 +11,10 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
     private var finished: CheckedContinuation<Void, Never>?
     private var quitting = false
 
-    init(session: GKSession, mode: GKChat.ChatMode) {
+    init(session: GKSession, mode: GKChat.ChatMode, inviteTimeout: Double) {
         self.session = session
         self.mode = mode
+        self.picker.invitationTimeout = inviteTimeout
     }
 
     /// Runs until the user quits.

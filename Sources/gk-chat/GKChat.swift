@@ -26,6 +26,9 @@ struct GKChat: AsyncParsableCommand {
     @Option(help: "peer (two people, the picker), server (a room: accepts everyone) or client (joins a server).")
     var mode: ChatMode = .peer
 
+    @Option(help: "Seconds an invitation waits for an answer.")
+    var inviteTimeout: Double = 30
+
     @Option(help: "Quit after this many seconds (for scripts).")
     var seconds: Double?
 
@@ -46,7 +49,7 @@ struct GKChat: AsyncParsableCommand {
         let session = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: self.mode.sessionMode, password: self.password,
             configuration: GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface))
-        let app = ChatApp(session: session, mode: self.mode)
+        let app = ChatApp(session: session, mode: self.mode, inviteTimeout: self.inviteTimeout)
         if let seconds = self.seconds {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { MainActor.assumeIsolated { app.quit() } }
         }

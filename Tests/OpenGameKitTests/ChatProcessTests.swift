@@ -1,0 +1,132 @@
+import Foundation
+import NetworkImpairment
+import Testing
+
+/// gk-chat processes in line mode (standard input and output are pipes), driven through FIFOs
+/// inside a sandbox: the picker's flows and the chat, end to end across processes.
+@Suite("gk-chat across processes, line mode")
+struct ChatProcessTests {
+    /// Bash: start gk-chat as `tag` with its input from the FIFO $d/<tag>.in (held open on file
+    /// descriptor `fd`) and its output in $d/<tag>.
+    static func start(_ tag: String, fd: Int, _ arguments: String) -> String {
+        """
+        mkfifo $d/\(tag).in
+        gk-chat \(arguments) --seconds 40 < $d/\(tag).in > $d/\(tag) 2>&1 &
+        exec \(fd)>$d/\(tag).in
+        """
+    }
+
+    /// Bash: wait (at most 20 s) until the output of `tag` has a line containing `text`.
+    static func await(_ tag: String, _ text: String) -> String {
+        "for i in $(seq 400); do grep -qF '\(text)' $d/\(tag) 2>/dev/null && break; sleep 0.05; done"
+    }
+
+    /// The lines each program printed, by tag.
+    static func output(_ result: SandboxScript.Result, _ tag: String) -> [String] {
+        result.lines.filter { $0.hasPrefix("\(tag) ") }.map { String($0.dropFirst(tag.count + 1)) }
+    }
+
+    static func run(_ body: String, tags: [String]) async throws -> SandboxScript.Result {
+        try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            \(body)
+            exec 3>&- 4>&- 5>&- 2>/dev/null
+            wait
+            \(tags.map { "sed 's/^/\($0) /' $d/\($0)" }.joined(separator: "\n"))
+            rm -rf $d
+            """, timeout: 90)
+    }
+
+    @Test func oneInvitesTheOtherAcceptsTheyChatAndALeaveBringsThePickerBack() async throws {
+        let result = try await Self.run(
+            """
+            \(Self.start("A", fd: 3, "--name Alice --session-id chat-accept"))
+            \(Self.start("B", fd: 4, "--name Bob --session-id chat-accept"))
+            \(Self.await("A", "list: 1) Bob"))
+            echo 1 >&3
+            \(Self.await("B", "Alice wants to connect"))
+            echo a >&4
+            \(Self.await("A", "Connected to Bob"))
+            \(Self.await("B", "Connected to Alice"))
+            echo "hello from alice" >&3
+            \(Self.await("B", "Alice: hello from alice"))
+            echo "hi from bob" >&4
+            \(Self.await("A", "Bob: hi from bob"))
+            echo /quit >&3
+            \(Self.await("B", "Alice left"))
+            \(Self.await("B", "picker: Searching"))
+            """, tags: ["A", "B"])
+        let alice = Self.output(result, "A")
+        let bob = Self.output(result, "B")
+        let all = result.lines.joined(separator: "\n")
+        #expect(alice.contains("picker: Waiting for Bob to accept… (Esc cancels)"), "\(all)")
+        #expect(alice.contains("chat: Alice: hello from alice") && alice.contains("chat: Bob: hi from bob"), "\(all)")
+        #expect(bob.contains("picker: Alice wants to connect — [A]ccept / [D]ecline"), "\(all)")
+        #expect(bob.contains("chat: Alice: hello from alice") && bob.contains("chat: Bob: hi from bob"), "\(all)")
+        // Alice quit: Bob saw her leave and is back in the picker.
+        let left = try #require(bob.firstIndex(of: "chat: * Alice left"), "\(all)")
+        #expect(bob[left...].contains("picker: Searching for nearby peers…"), "\(all)")
+    }
+
+    @Test func aDeclineACancelAndATimeoutAreShownOnBothSides() async throws {
+        let result = try await Self.run(
+            """
+            \(Self.start("A", fd: 3, "--name Alice --session-id chat-refuse --invite-timeout 2"))
+            \(Self.start("B", fd: 4, "--name Bob --session-id chat-refuse"))
+            \(Self.await("A", "list: 1) Bob"))
+            echo 1 >&3
+            \(Self.await("B", "Alice wants to connect"))
+            echo d >&4
+            \(Self.await("A", "Bob declined."))
+            echo 1 >&3
+            \(Self.await("B", "Alice wants to connect"))
+            sleep 0.3
+            echo c >&3
+            \(Self.await("B", "Alice withdrew the invitation."))
+            echo 1 >&3
+            \(Self.await("A", "Bob did not answer."))
+            \(Self.await("B", "Alice withdrew the invitation."))
+            echo q >&3
+            """, tags: ["A", "B"])
+        let alice = Self.output(result, "A")
+        let bob = Self.output(result, "B")
+        let all = result.lines.joined(separator: "\n")
+        #expect(alice.contains("picker: Bob declined."), "\(all)")
+        #expect(alice.contains("picker: Bob did not answer."), "\(all)")
+        #expect(bob.filter { $0 == "picker: Alice wants to connect — [A]ccept / [D]ecline" }.count == 3, "\(all)")
+        #expect(bob.filter { $0 == "picker: Alice withdrew the invitation." }.count >= 1, "\(all)")
+        #expect(!alice.contains { $0.hasPrefix("chat:") } && !bob.contains { $0.hasPrefix("chat:") }, "\(all)")
+    }
+
+    @Test func aRoomOfAServerAndTwoClientsChatsThroughTheServer() async throws {
+        let result = try await Self.run(
+            """
+            \(Self.start("S", fd: 3, "--name Server --session-id chat-room --mode server"))
+            \(Self.start("B", fd: 4, "--name Bob --session-id chat-room --mode client"))
+            \(Self.start("C", fd: 5, "--name Carol --session-id chat-room --mode client"))
+            \(Self.await("B", "list: 1) Server"))
+            echo 1 >&4
+            \(Self.await("B", "Connected to Server"))
+            \(Self.await("C", "list: 1) Server"))
+            echo 1 >&5
+            \(Self.await("C", "Connected to Server"))
+            \(Self.await("B", "Carol joined"))
+            echo "bob here" >&4
+            \(Self.await("C", "Bob: bob here"))
+            echo "carol here" >&5
+            \(Self.await("B", "Carol: carol here"))
+            echo "server here" >&3
+            \(Self.await("B", "Server: server here"))
+            \(Self.await("C", "Server: server here"))
+            echo /quit >&3
+            """, tags: ["S", "B", "C"])
+        let server = Self.output(result, "S")
+        let bob = Self.output(result, "B")
+        let carol = Self.output(result, "C")
+        let all = result.lines.joined(separator: "\n")
+        #expect(server.contains("chat: Bob: bob here") && server.contains("chat: Carol: carol here"), "\(all)")
+        #expect(bob.contains("chat: Carol: carol here") && bob.contains("chat: Server: server here"), "\(all)")
+        #expect(carol.contains("chat: Bob: bob here") && carol.contains("chat: Server: server here"), "\(all)")
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import NetworkImpairment
+import Testing
+
+/// gk-chat in real terminals: tmux (its own server, in the sandbox) runs two of them; the test
+/// types keys with `send-keys` and reads the screens with `capture-pane`. After quitting, `stty`
+/// in the same terminal shows it back in cooked mode.
+@Suite("gk-chat in real terminals (tmux)", .serialized)
+struct ChatTerminalTests {
+    /// Bash: wait (at most 20 s) until pane `pane` shows `text`.
+    static func await(_ pane: String, _ text: String) -> String {
+        "for i in $(seq 200); do $T capture-pane -p -t \(pane) | grep -qF '\(text)' && break; sleep 0.05; done"
+    }
+
+    /// Bash: the screen of `pane`, each line tagged `tag`.
+    static func capture(_ pane: String, _ tag: String) -> String {
+        "$T capture-pane -p -t \(pane) | sed 's/^/\(tag) /'"
+    }
+
+    static func screen(_ result: SandboxScript.Result, _ tag: String) -> String {
+        result.lines.filter { $0.hasPrefix("\(tag) ") || $0 == tag }.map { String($0.dropFirst(min($0.count, tag.count + 1))) }.joined(separator: "\n")
+    }
+
+    static func script(_ body: String) -> String {
+        """
+        d=$(mktemp -d)
+        export TERM=xterm-256color
+        T="tmux -S $d/tmux.sock"
+        # The tmux server must not hold this script's output open (the test reads it to the end),
+        # and goes away however the script ends.
+        trap '$T kill-server 2>/dev/null; rm -rf $d' EXIT
+        $T new-session -d -s a -x 90 -y 20 "bash --norc --noprofile" < /dev/null > /dev/null 2>&1
+        $T new-session -d -s b -x 90 -y 20 "bash --norc --noprofile" < /dev/null > /dev/null 2>&1
+        \(body)
+        """
+    }
+
+    @Test func twoTerminalsInviteAcceptChatAndQuitToACookedTerminal() async throws {
+        let result = try await SandboxScript.run(
+            Self.script(
+                """
+                $T send-keys -t a "gk-chat --name Alice --session-id tmux-chat --seconds 40; stty -a > $d/a.stty" Enter
+                $T send-keys -t b "gk-chat --name Bob --session-id tmux-chat --seconds 40; stty -a > $d/b.stty" Enter
+                \(Self.await("a", "Bob"))
+                \(Self.capture("a", "SEARCHING"))
+                $T send-keys -t a Enter
+                \(Self.await("a", "Waiting for Bob to accept"))
+                \(Self.await("b", "Alice wants to connect"))
+                \(Self.capture("a", "INVITING"))
+                \(Self.capture("b", "INVITED"))
+                $T send-keys -t b a
+                \(Self.await("a", "Connected to Bob"))
+                \(Self.await("b", "Connected to Alice"))
+                $T send-keys -t a "hello from alice" Enter
+                \(Self.await("b", "Alice: hello from alice"))
+                $T send-keys -t b "hi from bob" Enter
+                \(Self.await("a", "Bob: hi from bob"))
+                \(Self.capture("a", "CHAT-A"))
+                \(Self.capture("b", "CHAT-B"))
+                $T send-keys -t a C-c
+                \(Self.await("b", "Searching for nearby peers"))
+                \(Self.capture("b", "BACK"))
+                $T send-keys -t b Escape
+                for i in $(seq 200); do [ -s $d/a.stty ] && [ -s $d/b.stty ] && break; sleep 0.05; done
+                sed 's/^/STTY-A /' $d/a.stty; sed 's/^/STTY-B /' $d/b.stty
+                """), timeout: 90)
+        let all = result.lines.joined(separator: "\n")
+        #expect(Self.screen(result, "SEARCHING").contains("Bob"), "\(all)")
+        #expect(Self.screen(result, "INVITING").contains("Waiting for Bob to accept… (Esc cancels)"), "\(all)")
+        #expect(Self.screen(result, "INVITED").contains("Alice wants to connect — [A]ccept / [D]ecline"), "\(all)")
+        for tag in ["CHAT-A", "CHAT-B"] {
+            let screen = Self.screen(result, tag)
+            #expect(screen.contains("Alice: hello from alice") && screen.contains("Bob: hi from bob"), "\(tag): \(screen)")
+        }
+        #expect(Self.screen(result, "BACK").contains("Searching for nearby peers"), "\(all)")
+        // Both terminals are back in cooked mode: canonical input and echo on.
+        for tag in ["STTY-A", "STTY-B"] {
+            let stty = Self.screen(result, tag)
+            #expect(stty.contains(" icanon") && !stty.contains("-icanon"), "\(tag): \(stty)")
+            #expect(stty.contains(" echo ") && !stty.contains("-echo "), "\(tag): \(stty)")
+        }
+    }
+
+    @Test func declineAndCancelInTheTerminalPicker() async throws {
+        let result = try await SandboxScript.run(
+            Self.script(
+                """
+                $T send-keys -t a "gk-chat --name Alice --session-id tmux-refuse --seconds 30; stty -a > $d/a.stty" Enter
+                $T send-keys -t b "gk-chat --name Bob --session-id tmux-refuse --seconds 30; stty -a > $d/b.stty" Enter
+                \(Self.await("a", "Bob"))
+                $T send-keys -t a Enter
+                \(Self.await("b", "Alice wants to connect"))
+                $T send-keys -t b d
+                \(Self.await("a", "Bob declined."))
+                \(Self.capture("a", "DECLINED"))
+                $T send-keys -t a Enter
+                \(Self.await("b", "Alice wants to connect"))
+                sleep 0.3
+                $T send-keys -t a Escape
+                \(Self.await("b", "Alice withdrew the invitation."))
+                \(Self.capture("b", "WITHDRAWN"))
+                $T send-keys -t a q
+                $T send-keys -t b q
+                for i in $(seq 200); do [ -s $d/a.stty ] && [ -s $d/b.stty ] && break; sleep 0.05; done
+                sed 's/^/STTY-A /' $d/a.stty
+                """), timeout: 90)
+        let all = result.lines.joined(separator: "\n")
+        #expect(Self.screen(result, "DECLINED").contains("Bob declined."), "\(all)")
+        #expect(Self.screen(result, "WITHDRAWN").contains("Alice withdrew the invitation."), "\(all)")
+        #expect(Self.screen(result, "STTY-A").contains(" icanon"), "\(all)")
+    }
+}
