@@ -1,0 +1,145 @@
+import Foundation
+import NetworkImpairment
+import OpenGameKit
+import Testing
+
+/// A presenter that draws nothing: it keeps the screens it is given and lets the test act.
+@MainActor
+final class RecordingPresenter: GKPeerPickerPresenter {
+    private(set) var screens: [GKPeerPickerScreen] = []
+    private(set) var isPresented = false
+    private var actions: (@MainActor (GKPeerPickerAction) -> Void)?
+
+    func present(_ screen: GKPeerPickerScreen, actions: @escaping @MainActor (GKPeerPickerAction) -> Void) {
+        self.isPresented = true
+        self.actions = actions
+        self.screens.append(screen)
+    }
+
+    func update(_ screen: GKPeerPickerScreen) { self.screens.append(screen) }
+
+    func dismiss() {
+        self.isPresented = false
+        self.actions = nil
+    }
+
+    func act(_ action: GKPeerPickerAction) { self.actions?(action) }
+
+    var last: GKPeerPickerScreen? { self.screens.last }
+}
+
+/// The application side of a picker in the tests: gives a session, records what it is told.
+@MainActor
+final class RecordingPickerDelegate: GKPeerPickerControllerDelegate {
+    let session: GKSession
+    private(set) var connected: [(peerID: String, session: GKSession)] = []
+    private(set) var cancelled = 0
+    private(set) var selected: [GKPeerPickerConnectionType] = []
+
+    init(session: GKSession) { self.session = session }
+
+    func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType) { self.selected.append(type) }
+    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? { self.session }
+    func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
+        self.connected.append((peerID, session))
+    }
+    func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) { self.cancelled += 1 }
+}
+
+/// GKPeerPickerController over real sessions on the sandbox's loopback, drawn by a recording
+/// presenter: the whole flow as the application sees it.
+@Suite("GKPeerPickerController over real sessions")
+@MainActor
+struct PickerControllerTests {
+    static var root: URL { SandboxScript.packageRoot }
+
+    /// Waits (bounded) until `condition` holds, letting the main queue run.
+    static func until(_ condition: @MainActor () -> Bool) async -> Bool {
+        for _ in 0..<600 where !condition() { try? await Task.sleep(nanoseconds: 25_000_000) }
+        return condition()
+    }
+
+    static func picker(_ name: String, sessionID: String) -> (GKPeerPickerController, RecordingPresenter, RecordingPickerDelegate) {
+        let picker = GKPeerPickerController()
+        let presenter = RecordingPresenter()
+        let delegate = RecordingPickerDelegate(session: GKSession(sessionID: sessionID, displayName: name, sessionMode: .peer))
+        picker.presenter = presenter
+        picker.delegate = delegate
+        return (picker, presenter, delegate)
+    }
+
+    /// Alice's and Bob's pickers, shown, on a session ID of their own.
+    static func twoShown() throws -> (
+        (GKPeerPickerController, RecordingPresenter, RecordingPickerDelegate), (GKPeerPickerController, RecordingPresenter, RecordingPickerDelegate)
+    ) {
+        try NetworkSandbox.requireIsolation()
+        let id = "picker-\(UInt32.random(in: 0...UInt32.max))"
+        let alice = Self.picker("Alice", sessionID: id)
+        let bob = Self.picker("Bob", sessionID: id)
+        alice.0.show()
+        bob.0.show()
+        return (alice, bob)
+    }
+
+    @Test func theReadmeShowsTheExampleByteForByte() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: Self.root.appendingPathComponent("Tests/OpenGameKitTests/ReadmePickerExample.swift"), encoding: .utf8)
+        let start = try #require(source.range(of: "// BEGIN README EXAMPLE\n"))
+        let end = try #require(source.range(of: "// END README EXAMPLE"))
+        #expect(readme.contains("```swift\n" + String(source[start.upperBound..<end.lowerBound]) + "```"))
+    }
+
+    @Test func anInvitationAcceptedHandsBothApplicationsAConnectedSession() async throws {
+        let ((alicePicker, alice, aliceApp), (bobPicker, bob, bobApp)) = try Self.twoShown()
+        #expect(alicePicker.isVisible && alice.isPresented)
+        #expect(await Self.until { alice.last?.peers.map(\.displayName) == ["Bob"] })
+        alice.act(.choose)
+        #expect(alice.last?.phase == .inviting(GKPeerPickerPeer(peerID: bobApp.session.peerID, displayName: "Bob")))
+        #expect(await Self.until { bob.last?.phase == .invited(by: GKPeerPickerPeer(peerID: aliceApp.session.peerID, displayName: "Alice")) })
+        bob.act(.accept)
+        #expect(await Self.until { aliceApp.connected.count == 1 && bobApp.connected.count == 1 })
+        #expect(aliceApp.connected.first?.peerID == bobApp.session.peerID)
+        #expect(bobApp.connected.first?.peerID == aliceApp.session.peerID)
+        // Handed over: the pickers are gone, the sessions are the applications' own.
+        #expect(!alicePicker.isVisible && !alice.isPresented && !bobPicker.isVisible && !bob.isPresented)
+        #expect(aliceApp.session.delegate == nil && bobApp.session.delegate == nil)
+        #expect(aliceApp.session.peers(with: .stateConnected) == [bobApp.session.peerID])
+        await aliceApp.session.close()
+        await bobApp.session.close()
+    }
+
+    @Test func declineAndCancelReachTheRightSidesAndDismissReleasesTheSession() async throws {
+        let ((alicePicker, alice, aliceApp), (bobPicker, bob, bobApp)) = try Self.twoShown()
+        let bobPeer = GKPeerPickerPeer(peerID: bobApp.session.peerID, displayName: "Bob")
+        #expect(await Self.until { alice.last?.peers == [bobPeer] })
+        alice.act(.choose)
+        #expect(await Self.until { if case .invited = bob.last?.phase { true } else { false } })
+        bob.act(.decline)
+        #expect(await Self.until { alice.last?.notice == .declined(bobPeer) })
+        #expect(alice.last?.phase == .searching)
+        // Bob leaves the picker: his application hears it, his session stops advertising.
+        bob.act(.cancel)
+        #expect(bobApp.cancelled == 1 && !bobPicker.isVisible && !bob.isPresented)
+        #expect(!bobApp.session.isAvailable)
+        #expect(await Self.until { alice.last?.peers.isEmpty == true })
+        // Dismissed by the application: no callback, the session is handed back unavailable.
+        alicePicker.dismiss()
+        #expect(aliceApp.cancelled == 0 && !alice.isPresented && !aliceApp.session.isAvailable)
+        await aliceApp.session.close()
+        await bobApp.session.close()
+    }
+
+    @Test func withOnlineOfferedThePickerAsksAndOnlineIsLeftToTheApplication() async throws {
+        let (picker, presenter, app) = Self.picker("Alice", sessionID: "picker-online")
+        picker.connectionTypesMask = [.nearby, .online]
+        picker.show()
+        #expect(presenter.last?.phase == .choosingConnectionType([.nearby, .online]))
+        presenter.act(.moveDown)
+        presenter.act(.choose)
+        #expect(app.selected == [.online])
+        #expect(!picker.isVisible && !presenter.isPresented)
+        #expect(app.cancelled == 0 && app.connected.isEmpty)
+        #expect(!app.session.isAvailable)  // never started
+        await app.session.close()
+    }
+}
