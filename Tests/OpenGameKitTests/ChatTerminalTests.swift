@@ -81,6 +81,30 @@ struct ChatTerminalTests {
         }
     }
 
+    /// A resize redraws the picker to the new size; a crash (SIGSEGV) still gives the terminal back.
+    @Test func aResizeRedrawsAndACrashRestoresTheTerminal() async throws {
+        let result = try await SandboxScript.run(
+            Self.script(
+                """
+                $T send-keys -t a "gk-chat --name Alice --session-id tmux-crash --seconds 30; stty -a > $d/a.stty" Enter
+                \(Self.await("a", "Esc or q to cancel"))
+                $T resize-window -t a -x 50 -y 12
+                sleep 0.5
+                \(Self.capture("a", "RESIZED"))
+                pkill -SEGV -x gk-chat
+                for i in $(seq 200); do [ -s $d/a.stty ] && break; sleep 0.05; done
+                sed 's/^/STTY-A /' $d/a.stty
+                """), timeout: 60)
+        let all = result.lines.joined(separator: "\n")
+        let resized = Self.screen(result, "RESIZED").split(separator: "\n", omittingEmptySubsequences: false)
+        // Twelve rows, the help line on the last one, nothing wider than the new width.
+        #expect(resized.count == 12, "\(all)")
+        #expect(resized.last?.contains("Esc or q to cancel") == true, "\(all)")
+        #expect(resized.allSatisfy { $0.count <= 50 }, "\(all)")
+        let stty = Self.screen(result, "STTY-A")
+        #expect(stty.contains(" icanon") && !stty.contains("-icanon") && !stty.contains("-echo "), "\(all)")
+    }
+
     @Test func declineAndCancelInTheTerminalPicker() async throws {
         let result = try await SandboxScript.run(
             Self.script(
