@@ -236,6 +236,25 @@ struct PeerPickerModelTests {
         #expect(model.takeEffects() == [.deny("3"), .cancelled])
     }
 
+    @Test func closingLeavesFromEveryPhaseAndUndoesWhatIsPending() {
+        var inviting = Self.inviting()
+        inviting.handle(.close)
+        #expect(inviting.takeEffects() == [.cancelConnect("2"), .cancelled])
+        var invited = Self.invited()
+        invited.handle(.close)
+        #expect(invited.takeEffects() == [.deny("3"), .cancelled])
+        var searching = Self.searching()
+        searching.handle(.close)
+        #expect(searching.takeEffects() == [.cancelled])
+        #expect(searching.screen.phase == .finished)
+        searching.handle(.close)  // already finished
+        #expect(searching.takeEffects() == [])
+        var choosing = PeerPickerModel(connectionTypes: [.nearby, .online])
+        choosing.start()
+        choosing.handle(.close)
+        #expect(choosing.takeEffects() == [.cancelled])
+    }
+
     // MARK: - No network
 
     @Test func noNetworkOffersRetryAndCancel() {
@@ -274,6 +293,7 @@ struct PeerPickerModelTests {
         #expect(TerminalPickerPresenter.action(for: .character("j")) == .moveDown)
         #expect(TerminalPickerPresenter.action(for: .enter) == .choose)
         #expect(TerminalPickerPresenter.action(for: .escape) == .cancel)
+        #expect(TerminalPickerPresenter.action(for: .interrupt) == .close)
         #expect(TerminalPickerPresenter.action(for: .character("q")) == .cancel)
         #expect(TerminalPickerPresenter.action(for: .character("A")) == .accept)
         #expect(TerminalPickerPresenter.action(for: .character("d")) == .decline)

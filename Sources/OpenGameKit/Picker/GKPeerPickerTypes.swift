@@ -111,8 +111,11 @@ public enum GKPeerPickerAction: Hashable, Sendable {
     case choose
     /// Accept or decline the invitation shown.
     case accept, decline
-    /// Esc: withdraw our invitation, or leave the picker.
+    /// Esc: withdraw our invitation, decline the one shown, or leave the picker.
     case cancel
+    /// Leave the picker whatever it shows (Ctrl-C, end of input): an invitation of ours is
+    /// withdrawn, one shown is declined.
+    case close
 }
 
 /// Draws a picker and reports what the user does. The picker calls it on the main actor;

@@ -91,6 +91,16 @@ struct PeerPickerModel: Sendable {
             if case .accepting(let peer) = self.screen.phase { self.effects.append(.deny(peer.peerID)) }
             self.screen = GKPeerPickerScreen(phase: .finished)
             self.effects.append(.cancelled)
+        case (.connected, .close), (.finished, .close):
+            break
+        case (let phase, .close):
+            switch phase {
+            case .inviting(let peer): self.effects.append(.cancelConnect(peer.peerID))
+            case .invited(let peer), .accepting(let peer): self.effects.append(.deny(peer.peerID))
+            default: break
+            }
+            self.screen = GKPeerPickerScreen(phase: .finished)
+            self.effects.append(.cancelled)
         default:
             break  // an action that means nothing here
         }

@@ -3,7 +3,8 @@ import Foundation
 /// The picker in plain lines, for when standard input or output is not a terminal (a pipe, a
 /// test, a log): every change of status, list or notice is printed as a `picker:` line, and each
 /// input line is a command — a peer's number to invite it (an empty line invites the first),
-/// `a`/`d` to accept or decline, `c` or `q` to cancel, `r` to retry. End of input cancels.
+/// `a`/`d` to accept or decline, `c` or `q` to cancel, `r` to retry. End of input closes the
+/// picker whatever it shows.
 @MainActor
 public final class LinePickerPresenter: GKPeerPickerPresenter {
     private var screen = GKPeerPickerScreen(phase: .finished)
@@ -44,7 +45,7 @@ public final class LinePickerPresenter: GKPeerPickerPresenter {
 
     private func input(_ chunk: StandardInput.Chunk) {
         guard case .bytes(let bytes) = chunk else {
-            self.actions?(.cancel)
+            self.actions?(.close)
             return
         }
         self.partial += bytes

@@ -62,7 +62,7 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
 
     private func input(_ chunk: StandardInput.Chunk) {
         guard let actions = self.actions else { return }
-        guard case .bytes(let bytes) = chunk else { return actions(.cancel) }
+        guard case .bytes(let bytes) = chunk else { return actions(.close) }
         for key in self.decoder.keys(from: bytes) {
             guard let action = Self.action(for: key) else { continue }
             actions(action)
@@ -76,7 +76,8 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
         case .up, .character("k"): .moveUp
         case .down, .character("j"), .tab: .moveDown
         case .enter, .character("r"), .character("R"): .choose
-        case .escape, .interrupt, .endOfFile, .character("q"), .character("Q"): .cancel
+        case .escape, .character("q"), .character("Q"): .cancel
+        case .interrupt, .endOfFile: .close
         case .character("a"), .character("A"): .accept
         case .character("d"), .character("D"): .decline
         default: nil
