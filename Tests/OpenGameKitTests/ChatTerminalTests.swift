@@ -105,11 +105,11 @@ struct ChatTerminalTests {
         #expect(stty.contains(" icanon") && !stty.contains("-icanon") && !stty.contains("-echo "), "\(all)")
     }
 
-    @Test func declineAndCancelInTheTerminalPicker() async throws {
+    @Test func declineCancelAndTimeoutInTheTerminalPicker() async throws {
         let result = try await SandboxScript.run(
             Self.script(
                 """
-                $T send-keys -t a "gk-chat --name Alice --session-id tmux-refuse --seconds 30; stty -a > $d/a.stty" Enter
+                $T send-keys -t a "gk-chat --name Alice --session-id tmux-refuse --invite-timeout 2 --seconds 30; stty -a > $d/a.stty" Enter
                 $T send-keys -t b "gk-chat --name Bob --session-id tmux-refuse --seconds 30; stty -a > $d/b.stty" Enter
                 \(Self.await("a", "Bob"))
                 $T send-keys -t a Enter
@@ -123,6 +123,10 @@ struct ChatTerminalTests {
                 $T send-keys -t a Escape
                 \(Self.await("b", "Alice withdrew the invitation."))
                 \(Self.capture("b", "WITHDRAWN"))
+                $T send-keys -t a Enter
+                \(Self.await("b", "Alice wants to connect"))
+                \(Self.await("a", "Bob did not answer."))
+                \(Self.capture("a", "NO-ANSWER"))
                 $T send-keys -t a q
                 $T send-keys -t b q
                 for i in $(seq 200); do [ -s $d/a.stty ] && [ -s $d/b.stty ] && break; sleep 0.05; done
@@ -131,6 +135,7 @@ struct ChatTerminalTests {
         let all = result.lines.joined(separator: "\n")
         #expect(Self.screen(result, "DECLINED").contains("Bob declined."), "\(all)")
         #expect(Self.screen(result, "WITHDRAWN").contains("Alice withdrew the invitation."), "\(all)")
+        #expect(Self.screen(result, "NO-ANSWER").contains("Bob did not answer."), "\(all)")
         #expect(Self.screen(result, "STTY-A").contains(" icanon"), "\(all)")
     }
 }
