@@ -60,7 +60,7 @@ struct ChatProcessTests {
             \(Self.await("A", "Bob: hi from bob"))
             echo /quit >&3
             \(Self.await("B", "Alice left"))
-            \(Self.await("B", "picker: Searching"))
+            \(Self.await("B", "picker: Searching", count: 2))
             """, tags: ["A", "B"])
         let alice = Self.output(result, "A")
         let bob = Self.output(result, "B")

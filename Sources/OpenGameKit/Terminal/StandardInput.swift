@@ -16,25 +16,57 @@ public final class StandardInput: @unchecked Sendable {
     private let lock = NIOLock()
     private var listener: (@MainActor (Chunk) -> Void)?
     private var started = false
-    private var ended = false
+    /// What arrived while nobody listened, for the next listener.
+    private var held: [Chunk] = []
+    /// Counts `listen` calls, to notice a hand-over in the middle of a delivery.
+    private var generation: UInt64 = 0
 
     private init() {}
 
-    /// Makes `listener` the one that receives input from now on (nil: input waits, unread by
-    /// anyone, in the order it came).
+    /// Makes `listener` the one that receives input from now on (nil: input is held, in the
+    /// order it came, for the next listener).
     public func listen(_ listener: (@MainActor (Chunk) -> Void)?) {
-        let (start, endedAlready) = self.lock.withLock { () -> (Bool, Bool) in
+        let start = self.lock.withLock { () -> Bool in
             self.listener = listener
+            self.generation &+= 1
             defer { self.started = true }
-            return (!self.started, self.ended)
+            return !self.started
         }
         if start {
             let thread = Thread { self.readUntilEnd() }
             thread.name = "OpenGameKit standard input"
             thread.start()
         }
-        if endedAlready, let listener {
-            DispatchQueue.main.async { MainActor.assumeIsolated { listener(.endOfInput) } }
+        if listener != nil {
+            // What nobody heard goes to the new listener first.
+            DispatchQueue.main.async { MainActor.assumeIsolated { self.deliver(nil) } }
+        }
+    }
+
+    /// Hands `chunk` (after anything held) to the listener of the moment, or holds it.
+    @MainActor
+    private func deliver(_ chunk: Chunk?) {
+        let (listener, generation, chunks) = self.lock.withLock { () -> ((@MainActor (Chunk) -> Void)?, UInt64, [Chunk]) in
+            var chunks = self.held
+            if let chunk { chunks.append(chunk) }
+            self.held = []
+            guard let listener = self.listener else {
+                self.held = chunks
+                return (nil, self.generation, [])
+            }
+            return (listener, self.generation, chunks)
+        }
+        guard let listener else { return }
+        for (index, chunk) in chunks.enumerated() {
+            listener(chunk)
+            // The listener handed over (the picker to the chat screen): the rest is held for the
+            // next one, whose own delivery is already queued.
+            let handedOver = self.lock.withLock { () -> Bool in
+                guard self.generation != generation else { return false }
+                self.held = Array(chunks[(index + 1)...]) + self.held
+                return true
+            }
+            if handedOver { return }
         }
     }
 
@@ -44,14 +76,7 @@ public final class StandardInput: @unchecked Sendable {
             let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             let chunk: Chunk = count > 0 ? .bytes(Array(buffer[..<count])) : .endOfInput
-            if case .endOfInput = chunk { self.lock.withLock { self.ended = true } }
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated {
-                    // The listener at delivery time: a screen that took over gets what follows.
-                    let listener = self.lock.withLock { self.listener }
-                    listener?(chunk)
-                }
-            }
+            DispatchQueue.main.async { MainActor.assumeIsolated { self.deliver(chunk) } }
             if count <= 0 { return }
         }
     }
