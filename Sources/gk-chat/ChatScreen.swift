@@ -24,7 +24,7 @@ class ChatScreen {
 /// Plain lines on standard output; each input line is a message or a command.
 @MainActor
 final class LineChatScreen: ChatScreen {
-    private var partial: [UInt8] = []
+    private var lines = InputLines()
     private var isOpen = false
 
     override func open() {
@@ -44,10 +44,7 @@ final class LineChatScreen: ChatScreen {
 
     private func input(_ chunk: StandardInput.Chunk) {
         guard case .bytes(let bytes) = chunk else { return self.onQuit?() ?? () }
-        self.partial += bytes
-        while self.isOpen, let newline = self.partial.firstIndex(of: UInt8(ascii: "\n")) {
-            let line = String(decoding: self.partial[..<newline], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            self.partial.removeSubrange(...newline)
+        for line in self.lines.lines(from: bytes) where self.isOpen {
             self.onLine?(line)
         }
     }
@@ -71,11 +68,7 @@ final class TerminalChatScreen: ChatScreen {
         self.isOpen = true
         TerminalScreen.shared.enter()
         StandardInput.shared.listen { [weak self] chunk in self?.input(chunk) }
-        signal(SIGWINCH, SIG_IGN)
-        let resizes = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .main)
-        resizes.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.draw() } }
-        resizes.resume()
-        self.resizes = resizes
+        self.resizes = TerminalResize.watch { [weak self] in self?.draw() }
         self.draw()
     }
 

@@ -12,6 +12,11 @@ struct ChatTerminalTests {
         "for i in $(seq 200); do $T capture-pane -p -t \(pane) | grep -qF '\(text)' && break; sleep 0.05; done"
     }
 
+    /// Bash: run gk-chat as `name` in `pane`, then `stty -a` into $d/<pane>.stty once it exits.
+    static func launch(_ pane: String, _ name: String, _ arguments: String) -> String {
+        "$T send-keys -t \(pane) \"gk-chat --name \(name) \(arguments); stty -a > $d/\(pane).stty\" Enter"
+    }
+
     /// Bash: the screen of `pane`, each line tagged `tag`.
     static func capture(_ pane: String, _ tag: String) -> String {
         "$T capture-pane -p -t \(pane) | sed 's/^/\(tag) /'"
@@ -39,8 +44,8 @@ struct ChatTerminalTests {
         let result = try await SandboxScript.run(
             Self.script(
                 """
-                $T send-keys -t a "gk-chat --name Alice --session-id tmux-chat --seconds 40; stty -a > $d/a.stty" Enter
-                $T send-keys -t b "gk-chat --name Bob --session-id tmux-chat --seconds 40; stty -a > $d/b.stty" Enter
+                \(Self.launch("a", "Alice", "--session-id tmux-chat --seconds 40"))
+                \(Self.launch("b", "Bob", "--session-id tmux-chat --seconds 40"))
                 \(Self.await("a", "Bob"))
                 \(Self.capture("a", "SEARCHING"))
                 $T send-keys -t a Enter
@@ -86,7 +91,7 @@ struct ChatTerminalTests {
         let result = try await SandboxScript.run(
             Self.script(
                 """
-                $T send-keys -t a "gk-chat --name Alice --session-id tmux-crash --seconds 30; stty -a > $d/a.stty" Enter
+                \(Self.launch("a", "Alice", "--session-id tmux-crash --seconds 30"))
                 \(Self.await("a", "Esc or q to cancel"))
                 $T resize-window -t a -x 50 -y 12
                 sleep 0.5
@@ -109,8 +114,8 @@ struct ChatTerminalTests {
         let result = try await SandboxScript.run(
             Self.script(
                 """
-                $T send-keys -t a "gk-chat --name Alice --session-id tmux-refuse --invite-timeout 2 --seconds 30; stty -a > $d/a.stty" Enter
-                $T send-keys -t b "gk-chat --name Bob --session-id tmux-refuse --seconds 30; stty -a > $d/b.stty" Enter
+                \(Self.launch("a", "Alice", "--session-id tmux-refuse --invite-timeout 2 --seconds 30"))
+                \(Self.launch("b", "Bob", "--session-id tmux-refuse --seconds 30"))
                 \(Self.await("a", "Bob"))
                 $T send-keys -t a Enter
                 \(Self.await("b", "Alice wants to connect"))

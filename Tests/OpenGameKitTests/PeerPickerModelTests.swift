@@ -305,6 +305,13 @@ struct PeerPickerModelTests {
         #expect(LinePickerPresenter.actions(for: "nonsense") == [])
     }
 
+    @Test func inputIsCutIntoTrimmedLinesAcrossChunks() {
+        var lines = InputLines()
+        #expect(lines.lines(from: Array("1\nhel".utf8)) == ["1"])
+        #expect(lines.lines(from: Array("lo there \r\n\n".utf8)) == ["hello there", ""])
+        #expect(lines.lines(from: []) == [])
+    }
+
     @Test func theKeyDecoderReadsArrowsEscapeTextAndSplitSequences() {
         var decoder = TerminalKeyDecoder()
         #expect(decoder.keys(from: Array("\u{1B}[A\u{1B}OBk\r\n\u{7F}".utf8)) == [.up, .down, .character("k"), .enter, .backspace])

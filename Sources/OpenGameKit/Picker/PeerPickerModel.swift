@@ -137,9 +137,11 @@ struct PeerPickerModel: Sendable {
             default:
                 self.remove(peer.peerID)
             }
-        case .stateUnavailable, .stateDisconnected, .stateConnecting, .stateConnectedRelay:
-            // Busy with someone else, gone, or being connected: not on the list to invite.
-            if state != .stateConnecting { self.remove(peer.peerID) }
+        case .stateUnavailable, .stateDisconnected, .stateConnectedRelay:
+            // Busy with someone else, gone, or reached through a server: not on the list to invite.
+            self.remove(peer.peerID)
+        case .stateConnecting:
+            break  // our own attempt, or theirs: the list stays as it is
         }
     }
 

@@ -64,10 +64,7 @@ extension SessionMachine {
         if let attempt = self.peers[peerID]!.outgoing {
             // Both asked at once and the peer's request went ahead (§14.3): ours has lost, and
             // the application hears so now, before the connection, not after it.
-            for link in attempt.links {
-                self.linkOwners[link] = nil
-                _ = self.links.cancelConnect(link)
-            }
+            self.withdrawPaths(attempt.links)
             self.peers[peerID]!.outgoing = nil
             self.notify(.connectionFailed(peerID, .inProgressError))
         }
@@ -179,10 +176,7 @@ extension SessionMachine {
                 return
             }
             // This path won: the others are withdrawn.
-            for other in attempt.links where other != link {
-                self.linkOwners[other] = nil
-                _ = self.links.cancelConnect(other)
-            }
+            self.withdrawPaths(attempt.links.filter { $0 != link })
             peer.outgoing = nil
             peer.displayName = welcome.displayName
         } else if peer.incoming?.acceptedLink == link {
@@ -222,13 +216,19 @@ extension SessionMachine {
             self.peers[peerID]!.outgoing = attempt
             return
         }
-        for other in attempt.links {
-            self.linkOwners[other] = nil
-            _ = self.links.cancelConnect(other)
-        }
+        self.withdrawPaths(attempt.links)
         self.peers[peerID]!.outgoing = nil
         self.notify(.connectionFailed(peerID, error))
         self.reconcile(peerID)
+    }
+
+    /// Withdraws paths of our attempt that are no longer wanted. They are forgotten first, so
+    /// their `cancelled` failures (or a late `linkOpened`, then closed) find no owner.
+    private mutating func withdrawPaths(_ paths: [LinkID]) {
+        for link in paths {
+            self.linkOwners[link] = nil
+            _ = self.links.cancelConnect(link)
+        }
     }
 
     /// The Game Kit error for a failed connection attempt.

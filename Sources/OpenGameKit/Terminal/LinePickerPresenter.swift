@@ -9,7 +9,7 @@ import Foundation
 public final class LinePickerPresenter: GKPeerPickerPresenter {
     private var screen = GKPeerPickerScreen(phase: .finished)
     private var actions: (@MainActor (GKPeerPickerAction) -> Void)?
-    private var partial: [UInt8] = []
+    private var lines = InputLines()
     private var printed: (status: String, rows: [String], notice: String?) = ("", [], nil)
 
     public init() {}
@@ -48,10 +48,7 @@ public final class LinePickerPresenter: GKPeerPickerPresenter {
             self.actions?(.close)
             return
         }
-        self.partial += bytes
-        while let newline = self.partial.firstIndex(of: UInt8(ascii: "\n")) {
-            let line = String(decoding: self.partial[..<newline], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            self.partial.removeSubrange(...newline)
+        for line in self.lines.lines(from: bytes) {
             guard let actions = self.actions else { return }
             for action in Self.actions(for: line) {
                 actions(action)

@@ -167,3 +167,22 @@ public struct TerminalKeyDecoder: Sendable {
         return keys
     }
 }
+
+/// Cuts standard input into lines for the line-mode screens: bytes in, complete lines out
+/// (trimmed), the unfinished rest kept for the next chunk.
+public struct InputLines: Sendable {
+    private var partial: [UInt8] = []
+
+    public init() {}
+
+    public mutating func lines(from bytes: [UInt8]) -> [String] {
+        self.partial += bytes
+        var lines: [String] = []
+        while let newline = self.partial.firstIndex(of: UInt8(ascii: "\n")) {
+            lines.append(String(decoding: self.partial[..<newline], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            self.partial.removeSubrange(...newline)
+        }
+        return lines
+    }
+}
+

@@ -119,10 +119,10 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
     }
 }
 
-/// Window-size changes (SIGWINCH), delivered on the main queue.
-enum TerminalResize {
+/// Window-size changes (SIGWINCH), delivered on the main queue; cancel the source to stop.
+public enum TerminalResize {
     @MainActor
-    static func watch(_ handler: @escaping @MainActor () -> Void) -> DispatchSourceSignal {
+    public static func watch(_ handler: @escaping @MainActor () -> Void) -> DispatchSourceSignal {
         signal(SIGWINCH, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .main)
         source.setEventHandler { MainActor.assumeIsolated { handler() } }
