@@ -8,8 +8,8 @@ let package = Package(
         // The core product: Game Kit sessions over discovery and the transport. Toolchain and
         // Swift packages only, no system library.
         .library(name: "OpenGameKit", targets: ["OpenGameKit"]),
-        // Voice chat. Adds the system audio libraries (Opus, speexdsp, PulseAudio) as its
-        // issue lands; today it holds the voice chat error domain.
+        // Voice chat. Adds the system audio libraries: libopus, speexdsp,
+        // webrtc-audio-processing and libpulse (Debian's -dev packages).
         .library(name: "OpenGameKitVoice", targets: ["OpenGameKitVoice"]),
         .executable(name: "gk-bench", targets: ["gk-bench"]),
         .executable(name: "gk-link", targets: ["gk-link"]),
@@ -74,7 +74,29 @@ let package = Package(
         ),
         .target(
             name: "OpenGameKitVoice",
-            dependencies: ["OpenGameKit"]
+            dependencies: ["OpenGameKit", "GameKitVoiceEngine"]
+        ),
+
+        // MARK: - Voice engine and the system libraries it needs (OpenGameKitVoice only)
+        .target(
+            name: "GameKitVoiceEngine",
+            dependencies: ["COpus", "CSpeexDSP", "CPulse", "CWebRTCShim"]
+        ),
+        // The C libraries' headers are in the compiler's default search path on Debian (the
+        // module maps include <opus/opus.h>, <speex/…>, <pulse/…>), so no pkg-config is needed.
+        .systemLibrary(name: "COpus"),
+        .systemLibrary(name: "CSpeexDSP"),
+        .systemLibrary(name: "CPulse"),
+        // Its headers live in /usr/include/webrtc_audio_processing, reached through the symlink
+        // Sources/CWebRTCShim/system (pkg-config would bring flags SwiftPM refuses, with warnings).
+        .target(
+            name: "CWebRTCShim",
+            cxxSettings: [
+                .headerSearchPath("system"),
+                .define("WEBRTC_POSIX"),
+                .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
+            ],
+            linkerSettings: [.linkedLibrary("webrtc_audio_processing"), .linkedLibrary("stdc++")]
         ),
 
         // MARK: - Executables
@@ -82,6 +104,7 @@ let package = Package(
             name: "gk-bench",
             dependencies: [
                 "GameKitTransport",
+                "GameKitVoiceEngine",
                 "OpenGameKit",
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -169,6 +192,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "GameKitVoiceEngineTests",
+            dependencies: ["GameKitVoiceEngine"]
         ),
         .testTarget(
             name: "NetworkImpairmentTests",

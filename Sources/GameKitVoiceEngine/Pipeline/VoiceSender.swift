@@ -1,0 +1,56 @@
+/// The sending half of a voice stream: cleaned microphone frames in, audio packets out.
+///
+/// Meters the microphone (after echo cancellation, before mute: "is someone speaking here"),
+/// replaces the frame with silence when muted, encodes it with Opus and wraps it in a
+/// `VoicePacket`. Receiver reports set the loss the encoder plans its FEC for.
+public final class VoiceSender {
+    private let encoder: OpusVoiceEncoder
+    private let settings: OpusSettings
+    private let format: VoiceFormat
+    private var sequence: UInt16
+    private var timestamp: UInt32
+    /// Whether frames go out as silence.
+    public var isMuted = false
+    /// The microphone's level.
+    public private(set) var meter = LevelMeter()
+    /// Packets made, and frames DTX left unsent.
+    public private(set) var packetsSent = 0
+    public private(set) var framesSuppressed = 0
+
+    /// Creates a sender; the first sequence number and timestamp are random.
+    public init(format: VoiceFormat = .standard, settings: OpusSettings = OpusSettings()) throws(VoiceEngineError) {
+        encoder = try OpusVoiceEncoder(format: format, settings: settings)
+        self.settings = settings
+        self.format = format
+        sequence = UInt16.random(in: .min ... .max)
+        timestamp = UInt32.random(in: .min ... .max) / UInt32(format.samplesPerFrame) * UInt32(format.samplesPerFrame)
+    }
+
+    /// The loss the encoder currently plans for, in percent.
+    public var expectedLossPercent: Int { encoder.expectedLossPercent }
+
+    /// Encodes one frame and returns the packet's bytes, or nil when DTX leaves it unsent.
+    public func send(frame: [Int16]) throws(VoiceEngineError) -> [UInt8]? {
+        guard frame.count == format.samplesPerFrame else {
+            throw .wrongFrameSize(expected: format.samplesPerFrame, got: frame.count)
+        }
+        meter.measure(frame)
+        let input = isMuted ? [Int16](repeating: 0, count: frame.count) : frame
+        let payload = try encoder.encode(input)
+        defer { timestamp &+= UInt32(format.samplesPerFrame) }
+        // Opus marks a frame DTX need not send with a packet of at most two bytes.
+        if settings.dtx && payload.count <= 2 {
+            framesSuppressed += 1
+            return nil
+        }
+        let packet = VoicePacket.audio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload)
+        sequence &+= 1
+        packetsSent += 1
+        return packet.encoded()
+    }
+
+    /// Takes a receiver report: the encoder plans for the loss it saw.
+    public func apply(reportedLossPercent: Int) {
+        encoder.expectedLossPercent = reportedLossPercent
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import GameKitVoiceEngine
+
+/// Mouth-to-ear latency through a real PulseAudio: a private headless server holds a stereo null
+/// sink, the "room". Chirps are played into its left channel, which is engine A's microphone;
+/// A's packets go straight to engine B, which plays into the room's right channel. One recording
+/// of the room's monitor holds both channels on one clock, so the delay of each chirp from left
+/// to right is mouth to ear: A's capture buffer, both engines, B's jitter buffer and B's
+/// playback buffer.
+enum MouthToEar {
+    static func measure(chirps: Int, workspace: String) throws -> [String: Any] {
+        let rate = VoiceFormat.sampleRate
+        let server = try PrivatePulseAudioServer(
+            nullSinks: ["ogk_discard", "ogk_silence"],
+            extraModules: [
+                "module-null-sink sink_name=ogk_room rate=\(rate) channels=2 channel_map=front-left,front-right",
+                "module-remap-sink sink_name=ogk_left master=ogk_room channels=1 master_channel_map=front-left channel_map=mono remix=no",
+                "module-remap-sink sink_name=ogk_right master=ogk_room channels=1 master_channel_map=front-right channel_map=mono remix=no",
+                "module-remap-source source_name=ogk_mic master=ogk_room.monitor channels=1 master_channel_map=front-left channel_map=mono remix=no",
+            ])
+        defer { server.stop() }
+        let address = server.address
+        final class Peer: @unchecked Sendable { var engine: VoiceEngine? }
+        let peerB = Peer()
+        let configuration = VoiceEngine.Configuration()
+        let a = try VoiceEngine(configuration: configuration) { packet in
+            peerB.engine?.receive(packet, atMilliseconds: MonotonicVoiceClock().milliseconds())
+        }
+        let b = try VoiceEngine(configuration: configuration) { _ in }
+        peerB.engine = b
+        let devices: [PulseAudioDevice] = [
+            try PulseAudioDevice(.capture, device: "ogk_mic", server: address),
+            try PulseAudioDevice(.playback, device: "ogk_discard", server: address),
+            try PulseAudioDevice(.capture, device: "ogk_silence.monitor", server: address),
+            try PulseAudioDevice(.playback, device: "ogk_right", server: address),
+        ]
+        defer { devices.forEach { $0.close() } }
+        let loops = [
+            AudioLoop(engine: a, capture: devices[0], playback: devices[1]),
+            AudioLoop(engine: b, capture: devices[2], playback: devices[3]),
+        ]
+        loops.forEach { $0.start() }
+        defer {
+            loops.forEach { $0.stop() }
+            loops.forEach { $0.wait() }
+        }
+        Thread.sleep(forTimeInterval: 1)
+
+        // One 100 ms chirp (300 → 3000 Hz, −12 dBFS) per second.
+        var signal = [Int16](repeating: 0, count: rate * chirps + rate / 2)
+        let chirpLength = rate / 10
+        for index in 0..<chirps {
+            for n in 0..<chirpLength {
+                let t = Double(n) / Double(rate)
+                let phase = 2 * Double.pi * (300 * t + 0.5 * 27_000 * t * t)
+                signal[index * rate + rate / 4 + n] = Int16(0.25 * 32767 * sin(phase))
+            }
+        }
+        let chirpPath = "\(workspace)/chirps.wav"
+        let roomPath = "\(workspace)/room.raw"
+        try WAVFile.write(signal, path: chirpPath)
+        let recorder = try server.launch("parecord", [
+            "--device=ogk_room.monitor", "--rate=\(rate)", "--channels=2", "--format=s16le", "--latency-msec=20", "--raw", roomPath,
+        ])
+        Thread.sleep(forTimeInterval: 0.3)
+        let player = try server.launch("paplay", ["--device=ogk_left", "--latency-msec=20", chirpPath])
+        player.wait(seconds: Double(chirps) + 10)
+        Thread.sleep(forTimeInterval: 1)
+        recorder.signal(SIGINT)
+        recorder.wait(seconds: 5)
+
+        guard let raw = FileManager.default.contents(atPath: roomPath) else { throw VoiceEngineError.device("no recording") }
+        var left = [Double](), right = [Double]()
+        raw.withUnsafeBytes { bytes in
+            let samples = bytes.bindMemory(to: Int16.self)
+            for index in stride(from: 0, to: samples.count - 1, by: 2) {
+                left.append(Double(Int16(littleEndian: samples[index])))
+                right.append(Double(Int16(littleEndian: samples[index + 1])))
+            }
+        }
+        let delays = chirpDelays(left: left, right: right, chirpLength: chirpLength)
+        let sorted = delays.sorted()
+        func percentile(_ p: Double) -> Any { sorted.isEmpty ? NSNull() : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        return [
+            "work": "mouth-to-ear", "impl": "opengamekit", "chirps": chirps, "detected": delays.count,
+            "mouth_to_ear_ms_p50": percentile(0.5), "mouth_to_ear_ms_p95": percentile(0.95),
+        ]
+    }
+
+    /// For each chirp onset in `left`, the delay in ms to the best match in `right`.
+    static func chirpDelays(left: [Double], right: [Double], chirpLength: Int) -> [Double] {
+        let rate = VoiceFormat.sampleRate
+        let threshold = 0.05 * 32767
+        var delays: [Double] = []
+        var index = 0
+        while index < left.count - chirpLength {
+            guard abs(left[index]) > threshold else { index += 1; continue }
+            let onset = index
+            let template = Array(left[onset..<onset + chirpLength])
+            var best = (lag: -1, score: 0.0)
+            let maximumLag = min(rate / 2, right.count - onset - chirpLength)
+            if maximumLag > 0 {
+                for lag in 0..<maximumLag {
+                    var score = 0.0
+                    for n in stride(from: 0, to: chirpLength, by: 2) { score += template[n] * right[onset + lag + n] }
+                    if score > best.score { best = (lag, score) }
+                }
+            }
+            if best.lag >= 0 { delays.append(Double(best.lag) * 1000 / Double(rate)) }
+            index = onset + rate / 2
+        }
+        return delays
+    }
+}

@@ -1,0 +1,184 @@
+import ArgumentParser
+import Foundation
+import GameKitVoiceEngine
+import NIOCore
+import NetworkImpairment
+
+/// `gk-bench voice`: the voice engine against plain Opus with a fixed 80 ms buffer, on the same
+/// speech and the same seeded impairments; the echo-cancellation harness for both cancellers;
+/// mouth-to-ear latency of chirps through a real (private, headless) PulseAudio; CPU per
+/// full-duplex stream.
+struct VoiceBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "voice", abstract: "Voice quality, echo cancellation, latency and CPU.")
+
+    @Flag(help: "Print one JSON line per row (the table goes to standard error).")
+    var json = false
+
+    @Option(help: "Reference speech, 16 kHz mono WAV (default: made by scripts/voice-reference --long).")
+    var reference: String?
+
+    @Option(help: "The Python with pesq and pystoi (default: .venv/bin/python).")
+    var python = ".venv/bin/python"
+
+    @Option(help: "Seed of the impairments.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Chirps for the mouth-to-ear measurement.")
+    var chirps = 20
+
+    @Flag(help: "Skip the PulseAudio mouth-to-ear measurement.")
+    var skipPulse = false
+
+    func run() throws {
+        try NetworkSandbox.requireIsolation()
+        let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-voice-bench-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: workspace, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: workspace) }
+        let referencePath = try reference ?? Self.makeReference(in: workspace, name: "far.wav", long: true)
+        let speech = try WAVFile.read(path: referencePath)
+        let quality = SpeechQuality(python: python, workspace: workspace)
+        var rows: [[String: Any]] = []
+
+        let works: [(String, ImpairmentProfile)] = [
+            ("clean", ImpairmentProfile()),
+            ("loss5", ImpairmentProfile(loss: 0.05)),
+            ("loss10", ImpairmentProfile(loss: 0.10)),
+            ("loss20", ImpairmentProfile(loss: 0.20)),
+            ("burst10", ImpairmentProfile(burstLoss: BurstLoss(averageLoss: 0.10, meanBurstLength: 3))),
+            ("jitter20", ImpairmentProfile(jitter: .milliseconds(20))),
+        ]
+        for (work, profile) in works {
+            for pipeline in [VoiceStreamSimulation.Pipeline.opengamekit, .baseline] {
+                let simulation = VoiceStreamSimulation(pipeline: pipeline, impairment: profile, seed: seed)
+                let (played, loss) = try simulation.run(speech: speech)
+                let score = try quality.measure(reference: speech, degraded: played, name: "\(work)-\(pipeline.rawValue)")
+                rows.append([
+                    "work": work, "impl": pipeline.rawValue, "loss_pct": loss,
+                    "pesq_wb": score.pesq ?? NSNull(), "stoi": score.stoi, "delay_ms": score.delayMilliseconds,
+                ])
+            }
+        }
+
+        // Echo cancellation: far end = the reference speech, near end = a second talker.
+        let nearPath = try Self.makeReference(in: workspace, name: "near.wav", long: false, secondTalker: true)
+        let near = try WAVFile.read(path: nearPath)
+        var cancellers: [(String, () throws -> EchoCanceller)] = WebRTCEchoCanceller.Suppression.allCases.map { level in
+            ("webrtc-\(level)", { try WebRTCEchoCanceller(suppression: level) })
+        }
+        cancellers.append(("speex", { try SpeexEchoCanceller() }))
+        for (name, make) in cancellers {
+            let result = try EchoMeasurement.run(canceller: try make(), far: speech, near: near)
+            let score = try quality.measure(reference: result.doubleTalkReference, degraded: result.doubleTalkOutput, name: "dt-\(name)")
+            rows.append([
+                "work": "echo", "impl": name, "erle_db_3s": result.erleFirst3sDecibels,
+                "erle_db_steady": result.erleSteadyDecibels, "dt_atten_db": result.doubleTalkAttenuationDecibels,
+                "dt_pesq_wb": score.pesq ?? NSNull(), "cpu_pct": result.cpuSecondsPerSecond * 100,
+            ])
+        }
+
+        rows.append(try Self.fullDuplexCPU(speech: speech))
+        if !skipPulse {
+            rows.append(try MouthToEar.measure(chirps: chirps, workspace: workspace))
+        }
+        report(rows)
+    }
+
+    /// CPU of one full-duplex stream: two engines talk to each other in virtual time (each does
+    /// echo cancellation, encoding, the jitter buffer and decoding); the process's CPU time is
+    /// halved and divided by the audio's duration.
+    static func fullDuplexCPU(speech: [Int16]) throws -> [String: Any] {
+        final class Wire: @unchecked Sendable { var packets: [[UInt8]] = [] }
+        let toB = Wire(), toA = Wire()
+        let a = try VoiceEngine { toB.packets.append($0) }
+        let b = try VoiceEngine { toA.packets.append($0) }
+        let samples = a.format.samplesPerFrame
+        let frames = speech.count / samples
+        let start = processCPUSeconds()
+        for frame in 0..<frames {
+            let now = Int64(frame * a.format.frameMilliseconds)
+            let mic = Array(speech[frame * samples..<(frame + 1) * samples])
+            _ = try a.process(microphone: mic, atMilliseconds: now)
+            _ = try b.process(microphone: mic, atMilliseconds: now)
+            for packet in toB.packets { b.receive(packet, atMilliseconds: now) }
+            for packet in toA.packets { a.receive(packet, atMilliseconds: now) }
+            toB.packets.removeAll()
+            toA.packets.removeAll()
+        }
+        let cpu = (processCPUSeconds() - start) / 2
+        let audioSeconds = Double(frames * samples) / Double(VoiceFormat.sampleRate)
+        return ["work": "cpu", "impl": "opengamekit", "cpu_pct": cpu / audioSeconds * 100, "echo_canceller": VoiceEngine.Configuration().echoCanceller.rawValue]
+    }
+
+    /// Runs scripts/voice-reference.
+    static func makeReference(in directory: String, name: String, long: Bool, secondTalker: Bool = false) throws -> String {
+        let path = "\(directory)/\(name)"
+        var arguments = [path]
+        if long { arguments.append("--long") }
+        if secondTalker { arguments.append("--second-talker") }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "scripts/voice-reference")
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw ValidationError("scripts/voice-reference failed (run from the repository root; needs espeak-ng and sox)") }
+        return path
+    }
+
+    private func report(_ rows: [[String: Any]]) {
+        func number(_ row: [String: Any], _ key: String, _ format: String = "%.2f") -> String {
+            (row[key] as? Double).map { String(format: format, $0) } ?? "-"
+        }
+        var table = "work      impl              loss%   PESQ-WB  STOI   | echo: ERLE 3s  steady  DT atten  DT PESQ | cpu%  m2e p50/p95 ms\n"
+        for row in rows {
+            let work = (row["work"] as? String ?? "").padding(toLength: 9, withPad: " ", startingAt: 0)
+            let impl = (row["impl"] as? String ?? "").padding(toLength: 17, withPad: " ", startingAt: 0)
+            table += "\(work) \(impl) \(number(row, "loss_pct", "%5.1f"))   \(number(row, "pesq_wb"))     \(number(row, "stoi", "%.3f"))  |"
+            table += "  \(number(row, "erle_db_3s", "%5.1f"))  \(number(row, "erle_db_steady", "%5.1f"))  \(number(row, "dt_atten_db", "%5.1f"))  \(number(row, "dt_pesq_wb"))  |"
+            table += " \(number(row, "cpu_pct"))  \(number(row, "mouth_to_ear_ms_p50", "%.0f"))/\(number(row, "mouth_to_ear_ms_p95", "%.0f"))\n"
+            if json { emitJSONLine(row) }
+        }
+        // Ratios against the baseline, work by work.
+        for work in Set(rows.compactMap { $0["impl"] as? String == "plain-opus-80ms" ? $0["work"] as? String : nil }).sorted() {
+            let ours = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "opengamekit" }
+            let base = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "plain-opus-80ms" }
+            if let a = ours?["pesq_wb"] as? Double, let b = base?["pesq_wb"] as? Double {
+                let line: [String: Any] = ["work": work, "impl": "ratio", "pesq_wb_ratio_vs_baseline": a / b, "pesq_wb_gain_vs_baseline": a - b]
+                table += "  -> \(work): PESQ-WB \(String(format: "%.2f", a)) vs \(String(format: "%.2f", b)) (×\(String(format: "%.2f", a / b)))\n"
+                if json { emitJSONLine(line) }
+            }
+        }
+        (json ? FileHandle.standardError : FileHandle.standardOutput).write(Data(table.utf8))
+    }
+}
+
+/// PESQ-WB and STOI through Tests/Peers/voice_quality.py.
+struct SpeechQuality {
+    let python: String
+    let workspace: String
+
+    struct Score {
+        var pesq: Double?
+        var stoi: Double
+        var delayMilliseconds: Double
+    }
+
+    func measure(reference: [Int16], degraded: [Int16], name: String) throws -> Score {
+        let referencePath = "\(workspace)/\(name)-ref.wav"
+        let degradedPath = "\(workspace)/\(name)-deg.wav"
+        try WAVFile.write(reference, path: referencePath)
+        try WAVFile.write(degraded, path: degradedPath)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["Tests/Peers/voice_quality.py", referencePath, degradedPath]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let stoi = object["stoi"] as? Double
+        else { throw ValidationError("voice_quality.py failed for \(name) (is \(python) the peers venv?)") }
+        return Score(pesq: object["pesq_wb"] as? Double, stoi: stoi, delayMilliseconds: object["delay_ms"] as? Double ?? 0)
+    }
+}

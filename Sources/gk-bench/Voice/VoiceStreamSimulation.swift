@@ -1,0 +1,65 @@
+import GameKitVoiceEngine
+import NIOCore
+import NetworkImpairment
+
+/// One direction of a call in virtual time: speech → sender → seeded impairment → receiver →
+/// what the far end plays. Receiver reports go back over a perfect path every second.
+struct VoiceStreamSimulation {
+    /// Which pipeline runs.
+    enum Pipeline: String {
+        /// This engine: FEC fed by reports, adaptive jitter buffer.
+        case opengamekit
+        /// Plain Opus without FEC and a fixed 80 ms buffer.
+        case baseline = "plain-opus-80ms"
+    }
+
+    let pipeline: Pipeline
+    let impairment: ImpairmentProfile
+    let seed: UInt64
+
+    /// The played signal (as long as the speech plus a second to drain) and the measured loss.
+    func run(speech: [Int16]) throws -> (played: [Int16], lossPercent: Double) {
+        var opus = OpusSettings()
+        var jitter = JitterBuffer.Configuration()
+        if pipeline == .baseline {
+            opus.inBandFEC = false
+            opus.initialExpectedLossPercent = 0
+            jitter.adaptive = false
+            jitter.holdForFEC = false
+            jitter.initialDelayMilliseconds = 80
+        }
+        let format = jitter.format
+        let sender = try VoiceSender(format: format, settings: opus)
+        let receiver = try VoiceReceiver(jitter: jitter)
+        var network = ImpairmentModel<[UInt8]>(profile: impairment, seed: seed)
+        let frames = (speech.count + format.samplesPerFrame - 1) / format.samplesPerFrame + 1000 / format.frameMilliseconds
+        var played = [Int16]()
+        played.reserveCapacity(frames * format.samplesPerFrame)
+        for frame in 0..<frames {
+            let now = Int64(frame * format.frameMilliseconds)
+            let start = frame * format.samplesPerFrame
+            var input = [Int16](repeating: 0, count: format.samplesPerFrame)
+            if start < speech.count {
+                let end = min(speech.count, start + format.samplesPerFrame)
+                input.replaceSubrange(0..<(end - start), with: speech[start..<end])
+            }
+            if let packet = try sender.send(frame: input) {
+                network.submit(packet, at: .uptimeNanoseconds(UInt64(now) * 1_000_000))
+            }
+            while let bytes = network.popDue(at: .uptimeNanoseconds(UInt64(now) * 1_000_000)) {
+                if case .audio(let sequence, let timestamp, let muted, let payload)? = try? VoicePacket(decoding: bytes) {
+                    receiver.receive(sequence: sequence, timestamp: timestamp, muted: muted, payload: payload, atMilliseconds: now)
+                }
+            }
+            played.append(contentsOf: receiver.pull())
+            if frame % (1000 / format.frameMilliseconds) == 0, frame > 0,
+                case .report(let loss, _, _, _) = receiver.makeReport()
+            {
+                sender.apply(reportedLossPercent: Int(loss))
+            }
+        }
+        let stats = network.statistics
+        let loss = stats.submitted > 0 ? Double(stats.dropped) * 100 / Double(stats.submitted) : 0
+        return (played, loss)
+    }
+}

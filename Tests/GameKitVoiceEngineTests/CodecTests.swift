@@ -1,0 +1,100 @@
+import Foundation
+import GameKitVoiceEngine
+import Testing
+
+@Suite("Opus codec and voice packets")
+struct CodecTests {
+    @Test("Speech through Opus at 32 kbit/s stays intelligible (STOI ≥ 0.9)")
+    func speechRoundTripIsIntelligible() throws {
+        let speech = try VoiceTestSupport.speech()
+        var settings = OpusSettings()
+        settings.initialExpectedLossPercent = 0
+        let encoder = try OpusVoiceEncoder(settings: settings)
+        let decoder = try OpusVoiceDecoder()
+        var decoded: [Int16] = []
+        for frame in VoiceTestSupport.frames(speech) {
+            decoded += try decoder.decode(try encoder.encode(frame))
+        }
+        let quality = try VoiceTestSupport.quality(reference: speech, degraded: decoded)
+        #expect(quality.stoi >= 0.9)
+        #expect((quality.pesq ?? 0) >= 3.5)
+    }
+
+    @Test("A frame of the wrong size is refused with its error")
+    func wrongFrameSize() throws {
+        let encoder = try OpusVoiceEncoder()
+        #expect(throws: VoiceEngineError.wrongFrameSize(expected: 320, got: 100)) { try encoder.encode([Int16](repeating: 0, count: 100)) }
+    }
+
+    @Test("Corrupt, empty and oversized Opus packets are errors, and the decoder carries on")
+    func corruptPacketsAreErrors() throws {
+        let encoder = try OpusVoiceEncoder()
+        let decoder = try OpusVoiceDecoder()
+        let tone = VoiceTestSupport.sine(frequency: 440, dBFS: -20, seconds: 0.02)
+        let good = try encoder.encode(tone)
+        #expect(throws: VoiceEngineError.self) { try decoder.decode([]) }
+        #expect(throws: VoiceEngineError.self) { try decoder.decode([UInt8](repeating: 0xFF, count: 2000)) }
+        // A TOC byte promising more frames than the packet holds (code 3, 48 frames).
+        #expect(throws: VoiceEngineError.self) { try decoder.decode([0x0B, 0xFF]) }
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let garbage = (0..<Int.random(in: 1...400, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            if let pcm = try? decoder.decode(garbage) { #expect(pcm.count <= 1920) }
+        }
+        #expect(try decoder.decode(good).count == 320)
+    }
+
+    @Test("FEC: with every 10th packet lost, decoding the next packet's FEC copy sounds better than concealing")
+    func fecRecoversTheLostFrame() throws {
+        let speech = try VoiceTestSupport.speech()
+        func played(fec: Bool) throws -> [Int16] {
+            var settings = OpusSettings()
+            settings.inBandFEC = fec
+            settings.initialExpectedLossPercent = fec ? 10 : 0
+            let encoder = try OpusVoiceEncoder(settings: settings)
+            let decoder = try OpusVoiceDecoder()
+            let packets = try VoiceTestSupport.frames(speech).map { try encoder.encode($0) }
+            var out: [Int16] = []
+            for index in 0..<(packets.count - 1) {
+                if index % 10 == 5 {
+                    out += fec ? try decoder.decodeFEC(from: packets[index + 1]) : decoder.conceal()
+                } else {
+                    out += try decoder.decode(packets[index])
+                }
+            }
+            return out
+        }
+        let recovered = try VoiceTestSupport.quality(reference: speech, degraded: try played(fec: true))
+        let concealed = try VoiceTestSupport.quality(reference: speech, degraded: try played(fec: false))
+        #expect(try #require(recovered.pesq) > (concealed.pesq ?? 0))
+    }
+
+    @Test("Voice packets round-trip; malformed ones are refused with their reason")
+    func packets() throws {
+        let audio = VoicePacket.audio(sequence: 65535, timestamp: 0xDEAD_BEEF, muted: true, payload: [1, 2, 3])
+        #expect(try VoicePacket(decoding: audio.encoded()) == audio)
+        let report = VoicePacket.report(lossPercent: 12, highestSequence: 7, jitterMilliseconds: 30, targetDelayMilliseconds: 60)
+        #expect(try VoicePacket(decoding: report.encoded()) == report)
+        #expect(throws: VoicePacket.DecodeError.empty) { try VoicePacket(decoding: []) }
+        #expect(throws: VoicePacket.DecodeError.unsupportedVersion(2)) { try VoicePacket(decoding: [0x21, 0, 0, 0, 0, 0, 0, 0, 1]) }
+        #expect(throws: VoicePacket.DecodeError.unknownKind(9)) { try VoicePacket(decoding: [0x19]) }
+        #expect(throws: VoicePacket.DecodeError.truncated) { try VoicePacket(decoding: [0x11, 0, 0]) }
+        #expect(throws: VoicePacket.DecodeError.emptyAudio) { try VoicePacket(decoding: [0x11, 0, 0, 0, 0, 0, 0, 0]) }
+        #expect(throws: VoicePacket.DecodeError.tooLarge(1300)) { try VoicePacket(decoding: [0x11] + [UInt8](repeating: 0, count: 1299)) }
+        #expect(throws: VoicePacket.DecodeError.truncated) { try VoicePacket(decoding: [0x12, 1, 2]) }
+        // A report's loss is capped at 100 %.
+        #expect(try VoicePacket(decoding: [0x12, 250, 0, 0, 0, 0, 0, 0]) == .report(lossPercent: 100, highestSequence: 0, jitterMilliseconds: 0, targetDelayMilliseconds: 0))
+    }
+
+    @Test("Settings out of range are refused")
+    func settingsAreValidated() {
+        var settings = OpusSettings()
+        settings.bitrate = 1000
+        #expect(throws: VoiceEngineError.self) { try OpusVoiceEncoder(settings: settings) }
+        settings = OpusSettings()
+        settings.complexity = 11
+        #expect(throws: VoiceEngineError.self) { try OpusVoiceEncoder(settings: settings) }
+        #expect(throws: VoiceEngineError.self) { try VoiceFormat(frameMilliseconds: 15) }
+        #expect(throws: Never.self) { try VoiceFormat(frameMilliseconds: 10) }
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import GameKitVoiceEngine
+import Testing
+
+@Suite("PulseAudio devices")
+struct PulseAudioTests {
+    @Test("Speech played into a headless PulseAudio microphone sink arrives at the far engine's speaker sink")
+    func speechCrossesRealPulseAudio() throws {
+        let server = try PrivatePulseAudioServer(nullSinks: ["ogk_mic", "ogk_discard", "ogk_silence", "ogk_speaker"])
+        defer { server.stop() }
+        final class Peer: @unchecked Sendable { var engine: VoiceEngine? }
+        let peer = Peer()
+        let clock = MonotonicVoiceClock()
+        let a = try VoiceEngine { peer.engine?.receive($0, atMilliseconds: clock.milliseconds()) }
+        let b = try VoiceEngine { _ in }
+        peer.engine = b
+        let devices = [
+            try PulseAudioDevice(.capture, device: "ogk_mic.monitor", server: server.address),
+            try PulseAudioDevice(.playback, device: "ogk_discard", server: server.address),
+            try PulseAudioDevice(.capture, device: "ogk_silence.monitor", server: server.address),
+            try PulseAudioDevice(.playback, device: "ogk_speaker", server: server.address),
+        ]
+        defer { devices.forEach { $0.close() } }
+        let loops = [
+            AudioLoop(engine: a, capture: devices[0], playback: devices[1]),
+            AudioLoop(engine: b, capture: devices[2], playback: devices[3]),
+        ]
+        loops.forEach { $0.start() }
+        let recording = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-pulse-test-\(getpid()).raw").path
+        defer { try? FileManager.default.removeItem(atPath: recording) }
+        let recorder = try server.launch("parecord", [
+            "--device=ogk_speaker.monitor", "--rate=16000", "--channels=1", "--format=s16le", "--latency-msec=20", "--raw", recording,
+        ])
+        let player = try server.launch("paplay", ["--device=ogk_mic", "--latency-msec=20", VoiceTestSupport.speechPath])
+        #expect(player.wait(seconds: 60))
+        Thread.sleep(forTimeInterval: 1)
+        recorder.signal(SIGINT)
+        recorder.wait(seconds: 5)
+        loops.forEach { $0.stop() }
+        for loop in loops { #expect(loop.wait() == nil) }
+        #expect(a.currentStatistics.packetsSent > 100)
+        let bytes = try #require(FileManager.default.contents(atPath: recording))
+        let received = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let quality = try VoiceTestSupport.quality(reference: try VoiceTestSupport.speech(), degraded: received)
+        #expect(quality.stoi > 0.6)
+        #expect(quality.delayMilliseconds > 0)
+    }
+
+    @Test("A device that cannot be opened is an error naming it")
+    func missingDevice() throws {
+        let server = try PrivatePulseAudioServer(nullSinks: ["ogk_only"])
+        defer { server.stop() }
+        #expect(throws: VoiceEngineError.self) { try PulseAudioDevice(.playback, device: "no_such_sink", server: server.address) }
+        let playback = try PulseAudioDevice(.playback, device: "ogk_only", server: server.address)
+        #expect(throws: VoiceEngineError.self) { try playback.read(count: 320) }
+        playback.close()
+        #expect(throws: VoiceEngineError.self) { try playback.write([0]) }
+    }
+}

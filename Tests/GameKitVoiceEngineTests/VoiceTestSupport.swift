@@ -1,0 +1,77 @@
+import Foundation
+import GameKitVoiceEngine
+
+/// Signals and measurements the voice tests share.
+enum VoiceTestSupport {
+    static let rate = VoiceFormat.sampleRate
+
+    /// The repository root (tests run from it under `swift test`).
+    static var root: String {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }
+
+    /// A sine of `frequency` Hz whose peaks are at `dBFS` (AES17: its meter reading).
+    static func sine(frequency: Double, dBFS: Double, seconds: Double, phase: Double = 0) -> [Int16] {
+        let amplitude = 32767 * pow(10, dBFS / 20)
+        return (0..<Int(seconds * Double(rate))).map {
+            Int16((amplitude * sin(2 * .pi * frequency * Double($0) / Double(rate) + phase)).rounded())
+        }
+    }
+
+    /// The reference speech (scripts/voice-reference), made once per test process.
+    static let speechPath: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-test-speech-\(getpid()).wav").path
+        run("\(root)/scripts/voice-reference", [path])
+        return path
+    }()
+
+    static func speech() throws -> [Int16] { try WAVFile.read(path: speechPath) }
+
+    /// Runs a program to completion and returns its standard output.
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String]) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        do { try process.run() } catch { return "" }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    struct Quality { var pesq: Double?; var stoi: Double; var delayMilliseconds: Double }
+
+    /// PESQ-WB and STOI of `degraded` against `reference` (Tests/Peers/voice_quality.py in the
+    /// peers' venv, which scripts/test sets up).
+    static func quality(reference: [Int16], degraded: [Int16]) throws -> Quality {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-q-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try WAVFile.write(reference, path: "\(directory)/ref.wav")
+        try WAVFile.write(degraded, path: "\(directory)/deg.wav")
+        let output = run("\(root)/.venv/bin/python", ["\(root)/Tests/Peers/voice_quality.py", "\(directory)/ref.wav", "\(directory)/deg.wav"])
+        guard let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
+            let stoi = object["stoi"] as? Double
+        else { throw VoiceEngineError.device("voice_quality.py gave \(output)") }
+        return Quality(pesq: object["pesq_wb"] as? Double, stoi: stoi, delayMilliseconds: object["delay_ms"] as? Double ?? 0)
+    }
+
+    /// Level in dB of a signal (mean square relative to a full-scale sine, as the meter).
+    static func level(_ samples: ArraySlice<Int16>) -> Double {
+        let meanSquare = samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count)) / (32768.0 * 32768.0)
+        return 10 * log10(max(2 * meanSquare, 1e-12))
+    }
+
+    /// Frames of `samples` (the last padded with silence).
+    static func frames(_ samples: [Int16], size: Int = VoiceFormat.standard.samplesPerFrame) -> [[Int16]] {
+        stride(from: 0, to: samples.count, by: size).map {
+            var frame = Array(samples[$0..<min(samples.count, $0 + size)])
+            frame.append(contentsOf: repeatElement(0, count: size - frame.count))
+            return frame
+        }
+    }
+}
