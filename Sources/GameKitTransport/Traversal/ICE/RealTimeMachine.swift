@@ -1,0 +1,265 @@
+import NIOCore
+
+/// Which way media travels once a real-time connection is up.
+public enum RealTimePath: String, Sendable, Equatable {
+    /// Straight between the two sides (host, server-reflexive or peer-reflexive addresses).
+    case direct
+    /// Through a TURN relay.
+    case relayed
+    /// Through the application's own channel (no UDP path worked).
+    case client
+}
+
+/// The sans-I/O core of a real-time connection on one UDP socket: candidate gathering (host
+/// addresses, STUN binding, TURN allocation), ICE checks, consent, and media sealing, with
+/// STUN, TURN and media demultiplexed on the one socket (PROTOCOL §17).
+struct RealTimeMachine: Sendable {
+    struct Settings: Sendable {
+        var stunServers: [TraversalAddress] = []
+        var turnServers: [(address: TraversalAddress, username: String, password: String)] = []
+        var gatheringTimeout: TimeAmount = .seconds(1)
+        var ice = ICEAgent.Configuration()
+        var serverTiming = STUNTransaction.Timing()
+        var socketAcceptsIPv6 = false
+    }
+
+    enum Event: Equatable, Sendable {
+        case gathered([ICECandidate])
+        case connected(RealTimePath, remote: TraversalAddress)
+        case failed
+        case consentLost
+        case media([UInt8])
+    }
+
+    struct Datagram: Equatable, Sendable {
+        var to: TraversalAddress
+        var bytes: [UInt8]
+    }
+
+    private let settings: Settings
+    private let hostCandidates: [ICECandidate]
+    private var binding: [STUNBindingClient]
+    private var turn: TURNClient?
+    private var gatheringDeadline: NIODeadline?
+    private var agent: ICEAgent?
+    private var cipher: MediaCipher?
+    private var remoteCandidates: [ICECandidate] = []
+    private var relayAdded = false
+    private var reported: ICEAgent.State?
+    private var failureReported = false
+    private var outbox: [Datagram] = []
+    private var events: [Event] = []
+    /// Datagrams that were none of STUN, TURN or media, or did not decode.
+    private(set) var unknownDatagrams = 0
+
+    /// Starts gathering: host candidates are known at once, reflexive and relayed ones when the
+    /// servers answer or ``Settings/gatheringTimeout`` passes.
+    init(settings: Settings, hostAddresses: [TraversalAddress], now: NIODeadline) {
+        self.settings = settings
+        self.hostCandidates = hostAddresses.enumerated().map { index, address in
+            ICECandidate(kind: .host, address: address, localPreference: UInt16(65535 - min(index, 1000)))
+        }
+        self.binding = settings.stunServers.map { STUNBindingClient(server: $0, timing: settings.serverTiming, now: now) }
+        if let server = settings.turnServers.first {
+            self.turn = TURNClient(server: server.address, username: server.username, password: server.password, timing: settings.serverTiming, now: now)
+        }
+        self.gatheringDeadline = now + settings.gatheringTimeout
+        self.finishGatheringIfDone(now: now)
+    }
+
+    // MARK: - Gathering
+
+    private var gatheringDone: Bool {
+        let bindingDone = self.binding.allSatisfy { $0.state != .querying }
+        let turnDone = self.turn.map { $0.state != .allocating } ?? true
+        return bindingDone && turnDone
+    }
+
+    private mutating func finishGatheringIfDone(now: NIODeadline) {
+        guard let deadline = self.gatheringDeadline, self.gatheringDone || now >= deadline else { return }
+        self.gatheringDeadline = nil
+        self.events.append(.gathered(self.localCandidates))
+    }
+
+    /// Everything learnt so far: host, server-reflexive (deduplicated) and relayed candidates.
+    var localCandidates: [ICECandidate] {
+        var candidates = self.hostCandidates
+        var reflexive: [TraversalAddress] = self.binding.compactMap {
+            if case .mapped(let address) = $0.state { return address }
+            return nil
+        }
+        if case .allocated(let relayed, let mapped)? = self.turn?.state {
+            if let mapped { reflexive.append(mapped) }
+            candidates.append(ICECandidate(kind: .relayed, address: relayed))
+        }
+        for address in reflexive where !candidates.contains(where: { $0.address == address }) {
+            candidates.append(ICECandidate(kind: .serverReflexive, address: address))
+        }
+        return candidates
+    }
+
+    // MARK: - Connecting
+
+    /// Starts connectivity checks against the other side's candidates.
+    mutating func connect(keys: RealTimeKeys, remote: [ICECandidate], now: NIODeadline) {
+        guard self.agent == nil else { return }
+        self.cipher = MediaCipher(keys: keys)
+        self.remoteCandidates = remote
+        var agent = ICEAgent(role: keys.isInitiator ? .controlling : .controlled, credentials: keys.credentials,
+                             configuration: self.settings.ice, socketAcceptsIPv6: self.settings.socketAcceptsIPv6, now: now)
+        agent.addRemote(remote)
+        self.agent = agent
+        self.addRelayIfReady(now: now)
+    }
+
+    private mutating func addRelayIfReady(now: NIODeadline) {
+        guard !self.relayAdded, self.agent != nil, var turn = self.turn, let relayed = turn.relayedAddress else { return }
+        self.relayAdded = true
+        turn.permit(self.remoteCandidates.map(\.address), now: now)
+        self.turn = turn
+        self.agent!.addRelay(relayed, remoteCandidates: self.remoteCandidates)
+    }
+
+    /// Stops checking (the application's channel carries media now); consent and relay upkeep
+    /// stop too. Media can still be sealed and opened.
+    mutating func abandonChecks() {
+        self.agent = nil
+        self.turn = nil
+        self.binding = []
+    }
+
+    // MARK: - Media
+
+    /// A sealed media datagram for the selected pair, or nil before one is selected.
+    mutating func sendMedia(_ payload: [UInt8]) -> Datagram? {
+        guard let pair = self.agent?.selectedPair, self.cipher != nil else { return nil }
+        let sealed = self.cipher!.seal(payload)
+        return self.route(ICEAgent.Output(base: pair.base, to: pair.remote, bytes: sealed))
+    }
+
+    /// A sealed media packet for the application's channel.
+    mutating func sealForClient(_ payload: [UInt8]) -> [UInt8]? {
+        self.cipher?.seal(payload)
+    }
+
+    /// Opens a media packet from the application's channel.
+    mutating func openFromClient(_ packet: [UInt8]) -> [UInt8]? {
+        self.cipher?.open(packet)
+    }
+
+    var rejectedMedia: Int { self.cipher?.rejected ?? 0 }
+
+    private func route(_ output: ICEAgent.Output) -> Datagram? {
+        switch output.base {
+        case .socket: return Datagram(to: output.to, bytes: output.bytes)
+        case .relay:
+            guard let turn = self.turn else { return nil }
+            return Datagram(to: turn.server, bytes: turn.sendIndication(output.bytes, to: output.to))
+        }
+    }
+
+    // MARK: - Input
+
+    /// Takes a datagram that arrived on the socket.
+    mutating func receive(_ bytes: [UInt8], from source: TraversalAddress, now: NIODeadline) {
+        if MediaCipher.isMedia(bytes) {
+            if let payload = self.cipher?.open(bytes) { self.events.append(.media(payload)) }
+            return
+        }
+        guard let decoded = try? STUNMessage.decode(bytes) else {
+            self.unknownDatagrams += 1
+            return
+        }
+        if var turn = self.turn, source == turn.server {
+            let received = turn.receive(decoded, now: now)
+            self.turn = turn
+            switch received {
+            case .data(let inner, let peer):
+                self.receiveRelayed(inner, from: peer, now: now)
+                return
+            case .handled:
+                self.finishGatheringIfDone(now: now)
+                self.addRelayIfReady(now: now)
+                return
+            case .ignored:
+                break
+            }
+        }
+        if let index = self.binding.firstIndex(where: { $0.server == source }), self.binding[index].receive(decoded.message) {
+            self.finishGatheringIfDone(now: now)
+            return
+        }
+        if self.agent?.receive(decoded, from: source, base: .socket, now: now) != true {
+            self.unknownDatagrams += 1
+        }
+    }
+
+    private mutating func receiveRelayed(_ bytes: [UInt8], from peer: TraversalAddress, now: NIODeadline) {
+        if MediaCipher.isMedia(bytes) {
+            if let payload = self.cipher?.open(bytes) { self.events.append(.media(payload)) }
+        } else if let decoded = try? STUNMessage.decode(bytes), self.agent?.receive(decoded, from: peer, base: .relay, now: now) == true {
+            return
+        } else {
+            self.unknownDatagrams += 1
+        }
+    }
+
+    // MARK: - Time
+
+    /// Datagrams due now, and what happened since the last call.
+    mutating func poll(now: NIODeadline) -> (datagrams: [Datagram], events: [Event]) {
+        for index in self.binding.indices {
+            if let bytes = self.binding[index].poll(now: now) { self.outbox.append(Datagram(to: self.binding[index].server, bytes: bytes)) }
+        }
+        if var turn = self.turn {
+            for bytes in turn.poll(now: now) { self.outbox.append(Datagram(to: turn.server, bytes: bytes)) }
+            self.turn = turn
+            self.addRelayIfReady(now: now)
+        }
+        self.finishGatheringIfDone(now: now)
+        if var agent = self.agent {
+            for output in agent.poll(now: now) {
+                if let datagram = self.route(output) { self.outbox.append(datagram) }
+            }
+            self.agent = agent
+            if agent.state != self.reported {
+                self.reported = agent.state
+                switch agent.state {
+                case .checking: break
+                case .selected(let base, let remote):
+                    let pair = agent.selectedPair
+                    self.events.append(.connected(base == .relay || pair?.remoteKind == .relayed ? .relayed : .direct, remote: remote))
+                case .failed: self.events.append(.failed)
+                case .consentLost: self.events.append(.consentLost)
+                }
+            }
+            // Every pair failed and no relay can still add more: no path (prflx candidates
+            // could still appear, but only from a side whose checks would have reached us).
+            let relayPending = self.turn.map { $0.state == .allocating } ?? false
+            if agent.state == .checking, !self.failureReported, !relayPending, agent.allPairsFailed || agent.pairs.isEmpty {
+                self.failureReported = true
+                self.events.append(.failed)
+            }
+        }
+        defer {
+            self.outbox.removeAll()
+            self.events.removeAll()
+        }
+        return (self.outbox, self.events)
+    }
+
+    var nextDeadline: NIODeadline? {
+        var deadlines: [NIODeadline] = self.binding.compactMap(\.nextDeadline)
+        if let deadline = self.turn?.nextDeadline { deadlines.append(deadline) }
+        if let deadline = self.gatheringDeadline { deadlines.append(deadline) }
+        if let deadline = self.agent?.nextDeadline { deadlines.append(deadline) }
+        return deadlines.min()
+    }
+
+    /// The relay's release, sent once when the connection closes.
+    mutating func close() -> Datagram? {
+        guard var turn = self.turn, let bytes = turn.close() else { return nil }
+        self.turn = nil
+        return Datagram(to: turn.server, bytes: bytes)
+    }
+}

@@ -1,0 +1,299 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// A real-time (media) connection on its own UDP socket, set up ICE-style: it gathers host,
+/// server-reflexive (STUN) and relayed (TURN) candidates, runs connectivity checks against the
+/// other side's candidates, keeps consent on the chosen pair, and seals every media packet with
+/// keys from a key exchange the caller carried in its signalling.
+///
+/// ```swift
+/// let connection = try await RealTimeConnection.open(configuration: .init())
+/// let mine = try await connection.gatherCandidates()     // send to the other side, with
+/// let exchange = RealTimeKeyExchange()                   // exchange.publicKeyBytes
+/// // … receive theirs …
+/// connection.connect(keys: try exchange.keys(remotePublicKey: theirKey, isInitiator: true, context: callID),
+///                    remoteCandidates: theirs) { event in … }
+/// connection.send(mediaPacket)
+/// ```
+///
+/// Every method may be called from any thread; events are delivered on the connection's event
+/// loop, one at a time.
+public final class RealTimeConnection: @unchecked Sendable {
+    /// A TURN server and the long-term credentials to use it.
+    public struct TURNServer: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        public var username: String
+        public var password: String
+
+        public init(host: String, port: Int = 3478, username: String, password: String) {
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+        }
+    }
+
+    /// A STUN server.
+    public struct STUNServer: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int = 3478) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    /// Options of a real-time connection.
+    public struct Configuration: Sendable {
+        /// STUN servers asked for this socket's outside address.
+        public var stunServers: [STUNServer] = []
+        /// TURN servers; the first is asked for a relayed address.
+        public var turnServers: [TURNServer] = []
+        /// The local IPv4 address to bind; "0.0.0.0" for every interface.
+        public var bindAddress = "0.0.0.0"
+        /// The local UDP port; 0 picks a free one.
+        public var port = 0
+        /// Use only the TURN relay (never a direct pair).
+        public var relayOnly = false
+        /// How long gathering waits for STUN and TURN servers.
+        public var gatheringTimeout: TimeAmount = .seconds(1)
+        /// How long consent may go unanswered before the connection counts as lost (RFC 7675:
+        /// 30 s).
+        public var consentTimeout: TimeAmount = .seconds(30)
+        /// Interfaces whose addresses become host candidates (nil: every interface that is up).
+        public var interfaceNames: [String]?
+
+        public init() {}
+    }
+
+    /// What the connection reports after ``connect(keys:remoteCandidates:events:)``.
+    public enum Event: Sendable, Equatable {
+        /// A path was chosen; media flows.
+        case connected(RealTimePath, remote: TraversalAddress?)
+        /// Every candidate pair failed.
+        case failed
+        /// The chosen path stopped answering consent checks.
+        case consentLost
+        /// A media packet arrived (opened and authenticated).
+        case media([UInt8])
+    }
+
+    /// The event loop everything runs on.
+    public let eventLoop: EventLoop
+    /// The socket's local address.
+    public let localAddress: TraversalAddress
+
+    private let channel: Channel
+    private var machine: RealTimeMachine
+    private var handler: (@Sendable (Event) -> Void)?
+    private var gathered: EventLoopPromise<[ICECandidate]>?
+    private var candidates: [ICECandidate]?
+    private var timer: Scheduled<Void>?
+    private var clientSend: (@Sendable ([UInt8]) -> Void)?
+    private var closed = false
+
+    private init(channel: Channel, machine: RealTimeMachine, localAddress: TraversalAddress) {
+        self.channel = channel
+        self.eventLoop = channel.eventLoop
+        self.machine = machine
+        self.localAddress = localAddress
+    }
+
+    /// Opens the socket and starts gathering candidates.
+    public static func open(
+        configuration: Configuration, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> RealTimeConnection {
+        var settings = RealTimeMachine.Settings()
+        settings.gatheringTimeout = configuration.gatheringTimeout
+        settings.ice.relayOnly = configuration.relayOnly
+        settings.ice.consentTimeout = configuration.consentTimeout
+        settings.stunServers = try await Self.resolve(configuration.stunServers.map { ($0.host, $0.port) })
+        let turnAddresses = try await Self.resolve(configuration.turnServers.map { ($0.host, $0.port) })
+        settings.turnServers = zip(turnAddresses, configuration.turnServers).map { ($0, $1.username, $1.password) }
+        let box = NIOLockedValueBox<RealTimeConnection?>(nil)
+        let channel: Channel
+        do {
+            channel = try await DatagramBootstrap(group: group)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(RealTimeChannelHandler(connection: box))
+                    }
+                }
+                .bind(host: configuration.bindAddress, port: configuration.port).get()
+        } catch {
+            throw RealTimeError.bindFailed("\(error)")
+        }
+        guard let local = channel.localAddress.flatMap(TraversalAddress.init) else {
+            try? await channel.close()
+            throw RealTimeError.bindFailed("no local address")
+        }
+        let hosts = Self.hostAddresses(bound: local, interfaceNames: configuration.interfaceNames)
+        let settingsToUse = settings
+        return try await channel.eventLoop.submit {
+            let connection = RealTimeConnection(
+                channel: channel, machine: RealTimeMachine(settings: settingsToUse, hostAddresses: hosts, now: .now()), localAddress: local)
+            box.withLockedValue { $0 = connection }
+            connection.run()
+            return connection
+        }.get()
+    }
+
+    private static func resolve(_ servers: [(String, Int)]) async throws -> [TraversalAddress] {
+        try servers.map { host, port in
+            guard let address = TraversalAddress(host, port: UInt16(clamping: port)), address.isIPv4 else {
+                throw RealTimeError.invalidServer("\(host):\(port) is not an IPv4 address")
+            }
+            return address
+        }
+    }
+
+    /// The bound address if specific, else every IPv4 address of the chosen interfaces, with the
+    /// socket's port; loopback last.
+    static func hostAddresses(bound: TraversalAddress, interfaceNames: [String]?) -> [TraversalAddress] {
+        if bound.bytes != [0, 0, 0, 0] { return [bound] }
+        let devices = (try? System.enumerateDevices()) ?? []
+        var addresses: [TraversalAddress] = []
+        for device in devices {
+            if let names = interfaceNames, !names.contains(device.name) { continue }
+            guard let address = device.address.flatMap(TraversalAddress.init), address.isIPv4,
+                let withPort = TraversalAddress(bytes: address.bytes, port: bound.port), !addresses.contains(withPort)
+            else { continue }
+            addresses.append(withPort)
+        }
+        return addresses.sorted { ($0.bytes.first == 127 ? 1 : 0) < ($1.bytes.first == 127 ? 1 : 0) }
+    }
+
+    // MARK: - API
+
+    /// This side's candidates, once gathering has finished (at most
+    /// ``Configuration/gatheringTimeout``).
+    public func gatherCandidates() async throws -> [ICECandidate] {
+        try await self.eventLoop.flatSubmit {
+            if let candidates = self.candidates { return self.eventLoop.makeSucceededFuture(candidates) }
+            let promise = self.gathered ?? self.eventLoop.makePromise()
+            self.gathered = promise
+            return promise.futureResult
+        }.get()
+    }
+
+    /// Starts connectivity checks; `events` hears the outcome and every media packet.
+    public func connect(keys: RealTimeKeys, remoteCandidates: [ICECandidate], events: @escaping @Sendable (Event) -> Void) {
+        self.eventLoop.execute {
+            guard !self.closed else { return }
+            self.handler = events
+            self.machine.connect(keys: keys, remote: remoteCandidates, now: .now())
+            self.run()
+        }
+    }
+
+    /// Sends a media packet on the chosen path (dropped before one is chosen).
+    public func send(_ payload: [UInt8]) {
+        self.eventLoop.execute {
+            guard !self.closed else { return }
+            if let clientSend = self.clientSend {
+                if let sealed = self.machine.sealForClient(payload) { clientSend(sealed) }
+            } else if let datagram = self.machine.sendMedia(payload) {
+                self.write(datagram)
+            }
+        }
+    }
+
+    /// Gives up on UDP paths: media is sealed as before but handed to `send` (the application's
+    /// channel); packets from that channel come back through ``receiveFromClient(_:)``.
+    public func useClientPath(_ send: @escaping @Sendable ([UInt8]) -> Void) {
+        self.eventLoop.execute {
+            self.clientSend = send
+            self.machine.abandonChecks()
+            self.timer?.cancel()
+        }
+    }
+
+    /// A sealed media packet that arrived through the application's channel.
+    public func receiveFromClient(_ packet: [UInt8]) {
+        self.eventLoop.execute {
+            guard !self.closed, let payload = self.machine.openFromClient(packet) else { return }
+            self.handler?(.media(payload))
+        }
+    }
+
+    /// Media packets refused (failed authentication or replayed).
+    public func rejectedMediaCount() async -> Int {
+        (try? await self.eventLoop.submit { self.machine.rejectedMedia }.get()) ?? 0
+    }
+
+    /// Releases the relay and closes the socket. No event follows.
+    public func close() {
+        self.eventLoop.execute {
+            guard !self.closed else { return }
+            if let release = self.machine.close() { self.write(release) }
+            self.closed = true
+            self.handler = nil
+            self.timer?.cancel()
+            self.gathered?.fail(ChannelError.ioOnClosedChannel)
+            self.gathered = nil
+            self.channel.close(promise: nil)
+        }
+    }
+
+    // MARK: - Driving (on the event loop)
+
+    func received(_ bytes: [UInt8], from source: TraversalAddress) {
+        guard !self.closed else { return }
+        self.machine.receive(bytes, from: source, now: .now())
+        self.run()
+    }
+
+    private func run() {
+        let (datagrams, events) = self.machine.poll(now: .now())
+        for datagram in datagrams { self.write(datagram) }
+        for event in events {
+            switch event {
+            case .gathered(let candidates):
+                self.candidates = candidates
+                self.gathered?.succeed(candidates)
+                self.gathered = nil
+            case .connected(let path, let remote): self.handler?(.connected(path, remote: remote))
+            case .failed: self.handler?(.failed)
+            case .consentLost: self.handler?(.consentLost)
+            case .media(let payload): self.handler?(.media(payload))
+            }
+        }
+        self.timer?.cancel()
+        self.timer = nil
+        if !self.closed, let deadline = self.machine.nextDeadline {
+            self.timer = self.eventLoop.scheduleTask(deadline: deadline) { self.run() }
+        }
+    }
+
+    private func write(_ datagram: RealTimeMachine.Datagram) {
+        let envelope = AddressedEnvelope(remoteAddress: datagram.to.socketAddress, data: ByteBuffer(bytes: datagram.bytes))
+        self.channel.writeAndFlush(envelope, promise: nil)
+    }
+}
+
+/// Hands received datagrams to the connection.
+private final class RealTimeChannelHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    private let connection: NIOLockedValueBox<RealTimeConnection?>
+
+    init(connection: NIOLockedValueBox<RealTimeConnection?>) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = self.unwrapInboundIn(data)
+        guard let source = TraversalAddress(envelope.remoteAddress),
+            let connection = self.connection.withLockedValue({ $0 })
+        else { return }
+        connection.received(Array(envelope.data.readableBytesView), from: source)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // ICMP errors (port unreachable on a dead candidate) surface here; the checks' own
+        // timers decide what they mean.
+    }
+}

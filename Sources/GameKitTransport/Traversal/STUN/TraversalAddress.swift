@@ -1,0 +1,59 @@
+import NIOCore
+
+/// A UDP transport address (IP address and port) as NAT traversal sees it: raw address bytes,
+/// so STUN can XOR them and candidates can be compared and encoded without string parsing.
+public struct TraversalAddress: Hashable, Sendable, CustomStringConvertible {
+    /// 4 bytes (IPv4) or 16 bytes (IPv6), network order.
+    public let bytes: [UInt8]
+    /// The UDP port.
+    public let port: UInt16
+
+    /// An address from raw bytes; nil unless `bytes` holds 4 or 16 bytes.
+    public init?(bytes: [UInt8], port: UInt16) {
+        guard bytes.count == 4 || bytes.count == 16 else { return nil }
+        self.bytes = bytes
+        self.port = port
+    }
+
+    /// An address from its text form (`"192.0.2.1"`, `"2001:db8::1"`); nil if it does not parse.
+    public init?(_ ip: String, port: UInt16) {
+        guard let address = try? SocketAddress(ipAddress: ip, port: Int(port)) else { return nil }
+        self.init(address)
+    }
+
+    /// The IP address and port of a NIO socket address; nil for Unix-domain addresses.
+    public init?(_ address: SocketAddress) {
+        switch address {
+        case .v4(let v4):
+            let raw = v4.address.sin_addr.s_addr.bigEndian
+            self.bytes = [UInt8(raw >> 24), UInt8((raw >> 16) & 0xFF), UInt8((raw >> 8) & 0xFF), UInt8(raw & 0xFF)]
+            self.port = UInt16(address.port ?? 0)
+        case .v6(let v6):
+            var address6 = v6.address.sin6_addr
+            self.bytes = withUnsafeBytes(of: &address6) { Array($0) }
+            self.port = UInt16(address.port ?? 0)
+        default:
+            return nil
+        }
+    }
+
+    /// Whether this is an IPv4 address.
+    public var isIPv4: Bool { self.bytes.count == 4 }
+
+    /// The NIO socket address.
+    public var socketAddress: SocketAddress {
+        var buffer = ByteBuffer(bytes: self.bytes)
+        // Four or sixteen bytes always make a valid packed address.
+        return try! SocketAddress(packedIPAddress: buffer.readSlice(length: buffer.readableBytes)!, port: Int(self.port))
+    }
+
+    /// The address without its port, as text.
+    public var ipString: String {
+        if self.isIPv4 { return self.bytes.map(String.init).joined(separator: ".") }
+        return self.socketAddress.ipAddress ?? "?"
+    }
+
+    public var description: String {
+        self.isIPv4 ? "\(self.ipString):\(self.port)" : "[\(self.ipString)]:\(self.port)"
+    }
+}
