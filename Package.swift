@@ -74,7 +74,12 @@ let package = Package(
         ),
         .target(
             name: "OpenGameKitVoice",
-            dependencies: ["OpenGameKit", "GameKitVoiceEngine"]
+            dependencies: [
+                "OpenGameKit", "GameKitTransport", "GameKitVoiceEngine",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
         ),
 
         // MARK: - Voice engine and the system libraries it needs (OpenGameKitVoice only)
@@ -196,6 +201,13 @@ let package = Package(
         .testTarget(
             name: "GameKitVoiceEngineTests",
             dependencies: ["GameKitVoiceEngine"]
+        ),
+        .testTarget(
+            name: "OpenGameKitVoiceTests",
+            dependencies: [
+                "OpenGameKitVoice", "GameKitTransport", "GameKitVoiceEngine", "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "NetworkImpairmentTests",

@@ -77,8 +77,9 @@ public final class RealTimeConnection: @unchecked Sendable {
         case failed
         /// The chosen path stopped answering consent checks.
         case consentLost
-        /// A media packet arrived (opened and authenticated).
-        case media([UInt8])
+        /// A media packet arrived (opened and authenticated), on a UDP path or through the
+        /// application's channel.
+        case media([UInt8], viaClient: Bool)
     }
 
     /// The event loop everything runs on.
@@ -216,7 +217,7 @@ public final class RealTimeConnection: @unchecked Sendable {
     public func receiveFromClient(_ packet: [UInt8]) {
         self.eventLoop.execute {
             guard !self.closed, let payload = self.machine.openFromClient(packet) else { return }
-            self.handler?(.media(payload))
+            self.handler?(.media(payload, viaClient: true))
         }
     }
 
@@ -259,7 +260,7 @@ public final class RealTimeConnection: @unchecked Sendable {
             case .connected(let path, let remote): self.handler?(.connected(path, remote: remote))
             case .failed: self.handler?(.failed)
             case .consentLost: self.handler?(.consentLost)
-            case .media(let payload): self.handler?(.media(payload))
+            case .media(let payload): self.handler?(.media(payload, viaClient: false))
             }
         }
         self.timer?.cancel()

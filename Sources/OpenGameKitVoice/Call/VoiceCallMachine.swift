@@ -1,0 +1,361 @@
+import GameKitTransport
+import NIOCore
+
+/// The call state machine of a voice chat service (PROTOCOL §17.2), sans-I/O: it takes the
+/// application's calls, signalling messages, the media connection's outcomes and the time, and
+/// returns ``Action``s for its driver. One call at a time: an invitation while another call is
+/// set up or running is answered "busy".
+struct VoiceCallMachine: Sendable {
+    struct Timing: Sendable, Equatable {
+        /// An invitation unanswered this long fails with 32002 (and is cancelled).
+        var invitationTimeout: TimeAmount = .seconds(30)
+        /// Connectivity checks that have found no path this long give way to the client's
+        /// real-time channel, or fail with 32002.
+        var pathTimeout: TimeAmount = .seconds(3)
+        /// A started call with no media this long ends with 32001.
+        var mediaTimeout: TimeAmount = .seconds(10)
+    }
+
+    enum Phase: Equatable, Sendable {
+        /// Outgoing: gathering candidates; the invitation is not sent yet.
+        case preparing
+        /// Outgoing: invitation sent, waiting for the answer.
+        case inviting
+        /// Incoming: waiting for the application to accept or deny.
+        case invited
+        /// Incoming, accepted: the answer goes out once candidates are gathered.
+        case answering
+        /// Both key shares known: connectivity checks run.
+        case connecting
+        /// Checks found no path; asking whether the client's real-time channel can carry media.
+        case fallingBack
+        /// Media flows on `path`.
+        case connected(RealTimePath)
+    }
+
+    struct Call: Sendable, Equatable {
+        var participant: String
+        var callID: UInt32
+        var outgoing: Bool
+        var phase: Phase
+        var deadline: NIODeadline?
+        var remoteKey: [UInt8] = []
+        var remoteCandidates: [ICECandidate] = []
+        var started: Bool { if case .connected = self.phase { return true } else { return false } }
+    }
+
+    enum Action: Equatable, Sendable {
+        /// Prepare this side's media connection: gather candidates, make a key share, then call
+        /// ``gathered(candidates:keyShare:now:)``.
+        case gather
+        case send(SignalMessage, to: String)
+        /// Let the client decide (its invitation handler, or automatic acceptance).
+        case askClient(participant: String, callID: UInt32)
+        /// Start connectivity checks with the other side's key share and candidates.
+        case connect(callID: UInt32, remoteKey: [UInt8], remoteCandidates: [ICECandidate], initiator: Bool)
+        /// Offer the client's real-time channel; answer with ``clientPath(available:now:)``.
+        case tryClientPath
+        /// Media flows: start the audio.
+        case startMedia(RealTimePath)
+        case didStart(String)
+        case didNotStart(String, GKVoiceChatServiceError?)
+        case didStop(String, GKVoiceChatServiceError?)
+        /// Close the media connection and stop the audio.
+        case tearDown
+    }
+
+    let timing: Timing
+    private(set) var call: Call?
+    private var gathered: (candidates: [ICECandidate], keyShare: [UInt8])?
+    /// Blobs that were not signalling, or were stale or out of place.
+    private(set) var ignoredMessages = 0
+    private var actions: [Action] = []
+
+    init(timing: Timing = .init()) {
+        self.timing = timing
+    }
+
+    private mutating func take() -> [Action] {
+        defer { self.actions.removeAll() }
+        return self.actions
+    }
+
+    // MARK: - The application
+
+    /// `startVoiceChat(withParticipantID:)`. Starting a chat with someone whose invitation is
+    /// waiting accepts it.
+    mutating func start(_ participant: String, callID: UInt32, now: NIODeadline) throws(GKVoiceChatServiceError) -> [Action] {
+        if let call = self.call {
+            guard call.participant == participant, call.phase == .invited else { throw .methodCurrentlyInvalidError }
+            return try self.accept(call.callID, now: now)
+        }
+        self.call = Call(participant: participant, callID: callID, outgoing: true, phase: .preparing)
+        self.gathered = nil
+        self.actions.append(.gather)
+        return self.take()
+    }
+
+    /// `acceptCallID(_:)`.
+    mutating func accept(_ callID: UInt32, now: NIODeadline) throws(GKVoiceChatServiceError) -> [Action] {
+        guard var call = self.call, call.callID == callID, !call.outgoing else { throw .invalidCallIDError }
+        guard call.phase == .invited else { throw .methodCurrentlyInvalidError }
+        call.phase = .answering
+        call.deadline = nil
+        self.call = call
+        self.answerIfReady(now: now)
+        return self.take()
+    }
+
+    /// `denyCallID(_:)`: nothing happens for a call ID that is not a waiting invitation.
+    mutating func deny(_ callID: UInt32) -> [Action] {
+        guard let call = self.call, call.callID == callID, call.phase == .invited else { return [] }
+        self.actions.append(.send(.bare(.deny, callID), to: call.participant))
+        self.end()
+        return self.take()
+    }
+
+    /// `stopVoiceChat(withParticipantID:)`: the other side hears cancel (invitation not yet
+    /// answered), deny (invitation not yet accepted here) or hang-up; this side's client hears
+    /// `didStop` with no error.
+    mutating func stop(_ participant: String) -> [Action] {
+        guard let call = self.call, call.participant == participant else { return [] }
+        switch call.phase {
+        case .preparing: break
+        case .inviting: self.actions.append(.send(.bare(.cancel, call.callID), to: participant))
+        case .invited: self.actions.append(.send(.bare(.deny, call.callID), to: participant))
+        case .answering, .connecting, .fallingBack, .connected: self.actions.append(.send(.bare(.hangUp, call.callID), to: participant))
+        }
+        self.actions.append(.didStop(participant, nil))
+        self.end()
+        return self.take()
+    }
+
+    // MARK: - The media connection
+
+    /// This side's candidates and key share are ready.
+    mutating func gathered(candidates: [ICECandidate], keyShare: [UInt8], now: NIODeadline) -> [Action] {
+        self.gathered = (candidates, keyShare)
+        guard var call = self.call else { return [] }
+        if call.phase == .preparing {
+            call.phase = .inviting
+            call.deadline = now + self.timing.invitationTimeout
+            self.call = call
+            self.actions.append(.send(.invite(call.callID, keyShare: keyShare, candidates: candidates), to: call.participant))
+        } else {
+            self.answerIfReady(now: now)
+        }
+        return self.take()
+    }
+
+    private mutating func answerIfReady(now: NIODeadline) {
+        guard var call = self.call, call.phase == .answering, let gathered = self.gathered else { return }
+        call.phase = .connecting
+        call.deadline = now + self.timing.pathTimeout
+        self.call = call
+        self.actions.append(.send(.accept(call.callID, keyShare: gathered.keyShare, candidates: gathered.candidates), to: call.participant))
+        self.actions.append(.connect(callID: call.callID, remoteKey: call.remoteKey, remoteCandidates: call.remoteCandidates, initiator: false))
+    }
+
+    /// Connectivity checks chose a path.
+    mutating func connected(_ path: RealTimePath, now: NIODeadline) -> [Action] {
+        guard var call = self.call, call.phase == .connecting || call.phase == .fallingBack else { return [] }
+        call.phase = .connected(path)
+        call.deadline = now + self.timing.mediaTimeout
+        self.call = call
+        self.actions += [.startMedia(path), .didStart(call.participant)]
+        return self.take()
+    }
+
+    /// Every candidate pair failed before the path timeout.
+    mutating func pathFailed(now: NIODeadline) -> [Action] {
+        guard var call = self.call, call.phase == .connecting else { return [] }
+        call.phase = .fallingBack
+        call.deadline = nil
+        self.call = call
+        self.actions.append(.tryClientPath)
+        return self.take()
+    }
+
+    /// Whether the client's real-time channel carries media.
+    mutating func clientPath(available: Bool, now: NIODeadline) -> [Action] {
+        guard let call = self.call, call.phase == .fallingBack else { return [] }
+        if available { return self.connected(.client, now: now) }
+        self.actions += [.send(.bare(.noPath, call.callID), to: call.participant), .didNotStart(call.participant, .unableToConnectError)]
+        self.end()
+        return self.take()
+    }
+
+    /// Media arrived (any path): the call is alive. Media through the client's channel while
+    /// still checking means the other side fell back first: follow it.
+    mutating func mediaArrived(viaClient: Bool, now: NIODeadline) -> [Action] {
+        guard var call = self.call else { return [] }
+        if viaClient, call.phase == .connecting || call.phase == .fallingBack {
+            return self.connected(.client, now: now)
+        }
+        guard call.started else { return [] }
+        call.deadline = now + self.timing.mediaTimeout
+        self.call = call
+        return []
+    }
+
+    /// This side could not set the chat up (no socket, an invalid key share, no audio device):
+    /// the other side hears no-path (before the chat started) or hang-up.
+    mutating func setUpFailed(_ error: GKVoiceChatServiceError) -> [Action] {
+        guard let call = self.call else { return [] }
+        switch call.phase {
+        case .preparing: break
+        case .inviting: self.actions.append(.send(.bare(.cancel, call.callID), to: call.participant))
+        case .invited, .answering: self.actions.append(.send(.bare(.deny, call.callID), to: call.participant))
+        case .connecting, .fallingBack: self.actions.append(.send(.bare(.noPath, call.callID), to: call.participant))
+        case .connected: self.actions.append(.send(.bare(.hangUp, call.callID), to: call.participant))
+        }
+        self.actions.append(call.started ? .didStop(call.participant, error) : .didNotStart(call.participant, error))
+        self.end()
+        return self.take()
+    }
+
+    /// The chosen path stopped answering consent checks.
+    mutating func mediaLost() -> [Action] {
+        guard let call = self.call, call.started else { return [] }
+        self.actions += [.send(.bare(.noPath, call.callID), to: call.participant), .didStop(call.participant, .noRemotePacketsError)]
+        self.end()
+        return self.take()
+    }
+
+    // MARK: - Time
+
+    var nextDeadline: NIODeadline? { self.call?.deadline }
+
+    mutating func tick(now: NIODeadline) -> [Action] {
+        guard let call = self.call, let deadline = call.deadline, now >= deadline else { return [] }
+        switch call.phase {
+        case .inviting:
+            self.actions += [.send(.bare(.cancel, call.callID), to: call.participant), .didNotStart(call.participant, .unableToConnectError)]
+            self.end()
+        case .invited:
+            self.actions.append(.didNotStart(call.participant, .unableToConnectError))
+            self.end()
+        case .connecting:
+            return self.pathFailed(now: now)
+        case .connected:
+            return self.mediaLost()
+        case .preparing, .answering, .fallingBack:
+            break
+        }
+        return self.take()
+    }
+
+    // MARK: - Signalling
+
+    /// A blob from `participant`'s `receivedData`; `localParticipant` breaks invitation ties.
+    mutating func receive(_ bytes: [UInt8], from participant: String, localParticipant: String, callID newCallID: UInt32, now: NIODeadline) -> [Action] {
+        let message: SignalMessage
+        do {
+            message = try SignalMessage.decode(bytes)
+        } catch .unsupportedVersion(let version, let callID, let kind) {
+            if kind != SignalMessage.Kind.unsupportedVersion.rawValue {
+                self.actions.append(.send(SignalMessage(kind: .unsupportedVersion, callID: max(callID, 1)), to: participant))
+            }
+            _ = version
+            self.failInvitation(from: participant, callID: callID, .unsupportedRemoteVersionError)
+            return self.take()
+        } catch .malformed(let callID) {
+            self.failInvitation(from: participant, callID: callID, .remoteParticipantResponseInvalidError)
+            return self.take()
+        } catch {
+            self.failInvitation(from: participant, callID: nil, .remoteParticipantResponseInvalidError)
+            return self.take()
+        }
+        self.handle(message, from: participant, localParticipant: localParticipant, now: now)
+        return self.take()
+    }
+
+    /// An answer that cannot be understood ends this side's invitation to `participant`
+    /// (matching `callID` when known); anything else is ignored.
+    private mutating func failInvitation(from participant: String, callID: UInt32?, _ error: GKVoiceChatServiceError) {
+        guard let call = self.call, call.participant == participant, call.phase == .inviting,
+            callID == nil || callID == call.callID
+        else {
+            self.ignoredMessages += 1
+            return
+        }
+        self.actions += [.send(.bare(.cancel, call.callID), to: participant), .didNotStart(participant, error)]
+        self.end()
+    }
+
+    private mutating func handle(_ message: SignalMessage, from participant: String, localParticipant: String, now: NIODeadline) {
+        if message.kind == .invite {
+            return self.invited(message, from: participant, localParticipant: localParticipant, now: now)
+        }
+        guard var call = self.call, call.participant == participant, call.callID == message.callID else {
+            self.ignoredMessages += 1
+            return
+        }
+        switch (message.kind, call.phase) {
+        case (.accept, .inviting):
+            call.phase = .connecting
+            call.deadline = now + self.timing.pathTimeout
+            self.call = call
+            self.actions.append(.connect(callID: call.callID, remoteKey: message.keyShare, remoteCandidates: message.candidates, initiator: true))
+        case (.deny, .inviting): self.fail(.remoteParticipantDeclinedInviteError)
+        case (.busy, .inviting): self.fail(.remoteParticipantBusyError)
+        case (.unsupportedVersion, .inviting): self.fail(.unsupportedRemoteVersionError)
+        case (.cancel, _), (.hangUp, _), (.noPath, _):
+            let error: GKVoiceChatServiceError
+            switch message.kind {
+            case .cancel: error = call.started ? .remoteParticipantHangupError : .remoteParticipantCancelledError
+            case .hangUp: error = .remoteParticipantHangupError
+            default: error = call.started ? .noRemotePacketsError : .unableToConnectError
+            }
+            self.fail(error)
+        default:
+            self.ignoredMessages += 1
+        }
+    }
+
+    private mutating func fail(_ error: GKVoiceChatServiceError) {
+        guard let call = self.call else { return }
+        self.actions.append(call.started ? .didStop(call.participant, error) : .didNotStart(call.participant, error))
+        self.end()
+    }
+
+    private mutating func invited(_ message: SignalMessage, from participant: String, localParticipant: String, now: NIODeadline) {
+        guard let call = self.call else {
+            self.call = Call(participant: participant, callID: message.callID, outgoing: false, phase: .invited,
+                             deadline: now + self.timing.invitationTimeout, remoteKey: message.keyShare, remoteCandidates: message.candidates)
+            self.gathered = nil
+            self.actions += [.gather, .askClient(participant: participant, callID: message.callID)]
+            return
+        }
+        guard call.participant == participant else {
+            self.actions.append(.send(.bare(.busy, message.callID), to: participant))
+            return
+        }
+        if !call.outgoing && call.callID == message.callID {
+            // The same invitation again.
+            self.ignoredMessages += 1
+            return
+        }
+        guard call.outgoing, call.phase == .preparing || call.phase == .inviting else {
+            self.actions.append(.send(.bare(.busy, message.callID), to: participant))
+            return
+        }
+        // Both invited each other: the larger (call ID, participant ID) wins on both sides.
+        let mineWins = (call.callID, localParticipant) > (message.callID, participant)
+        if mineWins {
+            self.ignoredMessages += 1
+            return
+        }
+        // Theirs wins: answer it as if accepted (this side wanted the call anyway), reusing the
+        // media connection already being prepared.
+        self.call = Call(participant: participant, callID: message.callID, outgoing: false, phase: .answering,
+                         remoteKey: message.keyShare, remoteCandidates: message.candidates)
+        self.answerIfReady(now: now)
+    }
+
+    private mutating func end() {
+        self.actions.append(.tearDown)
+        self.call = nil
+        self.gathered = nil
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import GameKitTransport
+import GameKitVoiceEngine
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Voice chat between two participants: call signalling through the application's client, a
+/// media connection of its own (direct, through NAT via STUN, relayed via TURN, or through the
+/// client's real-time channel when no UDP path works), and the voice engine between the audio
+/// devices and that connection.
+///
+/// ```swift
+/// let voice = GKVoiceChatService.default()
+/// voice.client = myClient                 // participantID() and send(_:toParticipantID:)
+/// try voice.startVoiceChat(withParticipantID: "1234")
+/// // … the client hands what arrives to voice.receivedData(_:fromParticipantID:)
+/// ```
+///
+/// One chat at a time: an invitation while another chat is being set up or running is answered
+/// busy. Every method may be called from any thread; the client is called on ``delegateQueue``.
+public final class GKVoiceChatService: @unchecked Sendable {
+    /// Network, audio and timing options (a Swift-only addition). Changes apply to the next chat.
+    public struct Configuration: Sendable {
+        /// STUN servers that tell this host its address outside a NAT.
+        public var stunServers: [RealTimeConnection.STUNServer] = []
+        /// TURN servers (the first is used) that relay media when no direct path works.
+        public var turnServers: [RealTimeConnection.TURNServer] = []
+        /// Media only through the TURN relay.
+        public var relayOnly = false
+        /// The local IPv4 address of the media socket ("0.0.0.0": every interface).
+        public var bindAddress = "0.0.0.0"
+        /// Interfaces whose addresses are offered as host candidates (nil: every one that is up).
+        public var interfaceNames: [String]?
+        /// The audio devices.
+        public var audio = VoiceAudioDevices.pulseAudio()
+        /// The voice engine (codec, echo canceller, jitter buffer).
+        public var engine = VoiceEngine.Configuration()
+        /// Seconds an invitation may go unanswered (32002 after).
+        public var invitationTimeout: TimeInterval = 30
+        /// Seconds connectivity checks may take before the client's real-time channel is tried
+        /// (or the chat fails with 32002).
+        public var pathTimeout: TimeInterval = 3
+        /// Seconds a running chat may go without media before it ends with 32001.
+        public var mediaTimeout: TimeInterval = 10
+
+        public init() {}
+
+        var timing: VoiceCallMachine.Timing {
+            func amount(_ seconds: TimeInterval) -> TimeAmount { .nanoseconds(Int64(max(0.001, min(seconds, 86_400)) * 1e9)) }
+            return .init(invitationTimeout: amount(self.invitationTimeout), pathTimeout: amount(self.pathTimeout), mediaTimeout: amount(self.mediaTimeout))
+        }
+
+        var connection: RealTimeConnection.Configuration {
+            var configuration = RealTimeConnection.Configuration()
+            configuration.stunServers = self.stunServers
+            configuration.turnServers = self.turnServers
+            configuration.relayOnly = self.relayOnly
+            configuration.bindAddress = self.bindAddress
+            configuration.interfaceNames = self.interfaceNames
+            return configuration
+        }
+    }
+
+    private static let shared = GKVoiceChatService()
+
+    /// The shared service.
+    public static func `default`() -> GKVoiceChatService { Self.shared }
+
+    /// Whether voice chat can run here: true (Game Kit's `isVoIPAllowed`).
+    public static func isVoIPAllowed() -> Bool { true }
+
+    let lock = NIOLock()
+    var state: State
+    let loop: EventLoop
+    private let callbacks = NIOLockedValueBox(Callbacks())
+
+    struct Callbacks {
+        weak var client: (any GKVoiceChatClient)?
+        var queue = DispatchQueue.main
+    }
+
+    /// A service of its own (several can run in one process, e.g. in tests).
+    public init(configuration: Configuration = Configuration()) {
+        self.state = State(configuration: configuration)
+        self.loop = MultiThreadedEventLoopGroup.singleton.next()
+    }
+
+    // MARK: - Properties
+
+    /// The application's client (held weakly).
+    public var client: (any GKVoiceChatClient)? {
+        get { self.callbacks.withLockedValue { $0.client } }
+        set { self.callbacks.withLockedValue { $0.client = newValue } }
+    }
+
+    /// Where the client is called: the main queue unless changed (a Swift-only addition).
+    public var delegateQueue: DispatchQueue {
+        get { self.callbacks.withLockedValue { $0.queue } }
+        set { self.callbacks.withLockedValue { $0.queue = newValue } }
+    }
+
+    /// The options for the next chat.
+    public var configuration: Configuration {
+        get { self.lock.withLock { self.state.configuration } }
+        set { self.lock.withLock { self.state.configuration = newValue } }
+    }
+
+    /// Whether the microphone is off (the far side hears silence). Default false.
+    public var isMicrophoneMuted: Bool {
+        get { self.lock.withLock { self.state.muted } }
+        set {
+            let engine = self.lock.withLock {
+                self.state.muted = newValue
+                return self.state.media?.engine
+            }
+            engine?.isMicrophoneMuted = newValue
+        }
+    }
+
+    /// Scales the far side's voice, 0 to 1 (default 1).
+    public var remoteParticipantVolume: Float {
+        get { self.lock.withLock { self.state.volume } }
+        set {
+            let volume = newValue.isFinite ? min(1, max(0, newValue)) : 1
+            let engine = self.lock.withLock {
+                self.state.volume = volume
+                return self.state.media?.engine
+            }
+            engine?.remoteVolume = volume
+        }
+    }
+
+    /// Whether ``inputMeterLevel`` is kept up to date.
+    public var isInputMeteringEnabled: Bool {
+        get { self.lock.withLock { self.state.inputMetering } }
+        set { self.lock.withLock { self.state.inputMetering = newValue } }
+    }
+
+    /// Whether ``outputMeterLevel`` is kept up to date.
+    public var isOutputMeteringEnabled: Bool {
+        get { self.lock.withLock { self.state.outputMetering } }
+        set { self.lock.withLock { self.state.outputMetering = newValue } }
+    }
+
+    /// The local voice's level in dB (full scale 0), after echo cancellation; meaningful while
+    /// ``isInputMeteringEnabled``, else 0.
+    public var inputMeterLevel: Float {
+        let (enabled, engine) = self.lock.withLock { (self.state.inputMetering, self.state.media?.engine) }
+        guard enabled, let engine else { return enabled ? -100 : 0 }
+        return engine.inputLevel
+    }
+
+    /// The far side's voice level in dB as played (after ``remoteParticipantVolume``);
+    /// meaningful while ``isOutputMeteringEnabled``, else 0.
+    public var outputMeterLevel: Float {
+        let (enabled, engine) = self.lock.withLock { (self.state.outputMetering, self.state.media?.engine) }
+        guard enabled, let engine else { return enabled ? -100 : 0 }
+        return engine.outputLevel
+    }
+
+    /// The participant of the current chat (set up or running), if any (a Swift-only addition).
+    public var currentParticipantID: String? { self.lock.withLock { self.state.machine.call?.participant } }
+
+    /// How media travels in the running chat, if one runs (a Swift-only addition).
+    public var currentPath: RealTimePath? {
+        self.lock.withLock {
+            if case .connected(let path)? = self.state.machine.call?.phase { return path }
+            return nil
+        }
+    }
+
+    /// The voice engine's counters for the running chat (a Swift-only addition).
+    public var engineStatistics: VoiceEngine.Statistics? { self.lock.withLock { self.state.media?.engine.currentStatistics } }
+
+    // MARK: - Calls
+
+    /// Invites `participantID` to a chat; the client's `didStart`, or `didNotStart` with the
+    /// reason, follows. Throws ``GKVoiceChatServiceError/uninitializedClientError`` without a
+    /// client, ``GKVoiceChatServiceError/invalidParameterError`` for an empty ID and
+    /// ``GKVoiceChatServiceError/methodCurrentlyInvalidError`` while another chat is set up or
+    /// runs. Inviting someone whose invitation is waiting accepts it.
+    public func startVoiceChat(withParticipantID participantID: String) throws {
+        guard self.client != nil else { throw GKVoiceChatServiceError.uninitializedClientError }
+        guard !participantID.isEmpty else { throw GKVoiceChatServiceError.invalidParameterError }
+        let callID = UInt32.random(in: 1...UInt32.max)
+        try self.perform { machine, now throws(GKVoiceChatServiceError) in try machine.start(participantID, callID: callID, now: now) }
+    }
+
+    /// Ends the chat (or the invitation) with `participantID`; the client's `didStop` follows
+    /// with no error, and the other side hears a hang-up, cancel or denial.
+    public func stopVoiceChat(withParticipantID participantID: String) {
+        self.perform { machine, _ in machine.stop(participantID) }
+    }
+
+    /// Accepts the invitation `callID`. Throws ``GKVoiceChatServiceError/invalidCallIDError``
+    /// for an unknown call and ``GKVoiceChatServiceError/methodCurrentlyInvalidError`` for one
+    /// already accepted.
+    public func acceptCallID(_ callID: Int) throws {
+        guard let id = UInt32(exactly: callID) else { throw GKVoiceChatServiceError.invalidCallIDError }
+        try self.perform { machine, now throws(GKVoiceChatServiceError) in try machine.accept(id, now: now) }
+    }
+
+    /// Declines the invitation `callID` (the inviter hears 32011). Unknown IDs are ignored.
+    public func denyCallID(_ callID: Int) {
+        guard let id = UInt32(exactly: callID) else { return }
+        self.perform { machine, _ in machine.deny(id) }
+    }
+
+    /// Signalling from `participantID` that the client received; blobs that are not this
+    /// service's are ignored, or end a pending invitation with 32010.
+    public func receivedData(_ data: Data, fromParticipantID participantID: String) {
+        let local = self.client?.participantID() ?? ""
+        let callID = UInt32.random(in: 1...UInt32.max)
+        self.perform { machine, now in machine.receive(Array(data), from: participantID, localParticipant: local, callID: callID, now: now) }
+    }
+
+    /// Media from `participantID` that arrived through the client's real-time channel.
+    public func receivedRealTime(_ data: Data, fromParticipantID participantID: String) {
+        guard !data.isEmpty else { return }
+        let connection = self.lock.withLock { () -> RealTimeConnection? in
+            guard self.state.machine.call?.participant == participantID else { return nil }
+            return self.state.connection
+        }
+        connection?.receiveFromClient(Array(data))
+    }
+
+    /// Called by the default `sendRealTime` of a client that has no real-time channel.
+    func clientHasNoRealTimeChannel() {
+        self.lock.withLock { self.state.clientLacksRealTime = true }
+    }
+
+    // MARK: - Calling the client
+
+    /// Runs `body` with the client on the delegate queue.
+    func withClient(_ body: @escaping @Sendable (any GKVoiceChatClient) -> Void) {
+        let queue = self.delegateQueue
+        queue.async {
+            guard let client = self.client else { return }
+            body(client)
+        }
+    }
+}
