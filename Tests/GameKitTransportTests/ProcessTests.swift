@@ -143,4 +143,34 @@ struct ProcessTests {
         #expect(silent >= timeout - 0.2, "declared gone after \(silent) s of silence")
         #expect(silent < 3 * timeout, "declared gone after \(silent) s of silence")
     }
+
+    @Test func bufferFullAndDataTooBigBetweenTwoProcessesLeaveTheLinkWorking() async throws {
+        // A 16 KiB send buffer and 1000-byte messages sent without waiting: sends are refused
+        // with "buffer full" and written once there is room. Half way, a message over both
+        // limits fails with "data too big" in either mode. Every numbered message still
+        // arrives once and in order, and the link never holds more than the cap and one message.
+        let capacity = 16_384
+        let result = try await SandboxScript.run(
+            """
+            gk-link listen --port 7600 --expect 2000 --duration 60 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
+            gk-link connect 127.0.0.1:7600 --count 2000 --size 1000 --send-buffer \(capacity) --no-wait --oversize \((1 << 20) + 1) | sed -u 's/^/C /'
+            wait
+            cat /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
+            """
+        )
+        let sender = try #require(Self.summary(result.objects(tagged: "C")))
+        #expect(sender["error"] == nil)
+        #expect((sender["buffer_full"] as? Int ?? 0) > 0)
+        let queued = try #require(sender["max_bytes_queued"] as? Int)
+        #expect(queued > 0 && queued <= capacity + 1000)
+        let oversize = try #require(sender["oversize"] as? [String: Any])
+        #expect(oversize["reliable_write"] as? String == "dataTooBig")
+        #expect(oversize["unreliable_send"] as? String == "dataTooBig")
+        #expect(sender["closed"] as? Bool == true)
+        let listener = try #require(Self.summary(result.objects(tagged: "L")))
+        #expect(listener["reliable_received"] as? Int == 2000)
+        #expect(listener["unreliable_received"] as? Int == 0)
+        #expect(listener["reliable_in_order"] as? Bool == true)
+    }
 }
