@@ -35,6 +35,15 @@ struct Connect: AsyncParsableCommand {
     @Option(help: "Seconds to keep the link open after sending, before closing it.")
     var linger: Double = 0
 
+    @Option(help: "Seconds to pause between messages (0: as fast as the link takes them).")
+    var interval: Double = 0
+
+    @Flag(help: "Send without waiting: a message refused with 'buffer full' is counted, then written once there is room.")
+    var noWait = false
+
+    @Option(help: "Half way through, also try one message of this many bytes, reliable and unreliable, and report the errors (for 'data too big').")
+    var oversize: Int?
+
     @Option(help: "Application code to close the link with.")
     var closeCode: UInt16 = 0
 
@@ -71,15 +80,18 @@ struct Connect: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let started = ContinuousClock.now
-        var sendError: String?
+        var sending = Sending(endpoint: endpoint, link: link.id, mode: self.mode, noWait: self.noWait)
+        var oversizeErrors: [String: Any]?
         for sequence in 0..<self.count {
-            do {
-                try await endpoint.write(.numbered(sequence, size: self.size), on: link.id, mode: self.mode)
-            } catch {
-                sendError = Output.describe(error)
-                break
+            if sequence == self.count / 2, let oversize = self.oversize {
+                oversizeErrors = await sending.tryOversize(size: oversize)
+            }
+            guard await sending.send(.numbered(sequence, size: self.size)) else { break }
+            if self.interval > 0 {
+                try? await Task.sleep(nanoseconds: UInt64(self.interval * 1e9))
             }
         }
+        let sendError = sending.error
         if self.linger > 0 {
             try? await Task.sleep(nanoseconds: UInt64(self.linger * 1e9))
         }
@@ -102,8 +114,75 @@ struct Connect: AsyncParsableCommand {
         ]
         if let sendError { line["error"] = sendError }
         if let stats { line["link"] = Output.statistics(stats) }
+        if self.noWait {
+            line["buffer_full"] = sending.bufferFullCount
+            line["max_bytes_queued"] = sending.maximumQueued
+        }
+        if let oversizeErrors { line["oversize"] = oversizeErrors }
         Output.line(line)
         await endpoint.shutdown()
         if sendError != nil { throw ExitCode(1) }
+    }
+}
+
+/// The sending half of `connect`: the async `write` that waits for room, or (with `--no-wait`)
+/// the immediate `send`, whose "buffer full" refusals are counted before the message is written
+/// once there is room. Notes the most bytes the link held queued after a send.
+struct Sending {
+    let endpoint: TransportEndpoint
+    let link: LinkID
+    let mode: SendMode
+    let noWait: Bool
+    private(set) var error: String?
+    private(set) var bufferFullCount = 0
+    private(set) var maximumQueued = 0
+
+    init(endpoint: TransportEndpoint, link: LinkID, mode: SendMode, noWait: Bool) {
+        self.endpoint = endpoint
+        self.link = link
+        self.mode = mode
+        self.noWait = noWait
+    }
+
+    /// Sends one message; false (with `error` set) when it failed for another reason than room.
+    mutating func send(_ message: ByteBuffer) async -> Bool {
+        do {
+            if self.noWait {
+                do {
+                    try self.endpoint.send(message, on: self.link, mode: self.mode)
+                } catch .bufferFull {
+                    self.bufferFullCount += 1
+                    try await self.endpoint.write(message, on: self.link, mode: self.mode)
+                }
+                let queued = self.endpoint.statistics(for: self.link)?.bytesQueued ?? 0
+                self.maximumQueued = max(self.maximumQueued, queued)
+            } else {
+                try await self.endpoint.write(message, on: self.link, mode: self.mode)
+            }
+            return true
+        } catch {
+            self.error = Output.describe(error)
+            return false
+        }
+    }
+
+    /// Tries a message of `size` bytes with the waiting write (reliable) and the immediate send
+    /// (unreliable); returns what each threw ("none" if it was taken).
+    func tryOversize(size: Int) async -> [String: Any] {
+        let message = ByteBuffer(repeating: 0x5A, count: size)
+        var result: [String: Any] = [:]
+        do {
+            try await self.endpoint.write(message, on: self.link, mode: .reliable)
+            result["reliable_write"] = "none"
+        } catch {
+            result["reliable_write"] = Output.describe(error)
+        }
+        do {
+            try self.endpoint.send(message, on: self.link, mode: .unreliable)
+            result["unreliable_send"] = "none"
+        } catch {
+            result["unreliable_send"] = Output.describe(error)
+        }
+        return result
     }
 }

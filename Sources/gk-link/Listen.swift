@@ -51,10 +51,19 @@ struct Listen: AsyncParsableCommand {
                 let total = tally.withLockedValue { $0.record(message, on: link, mode: mode) }
                 if echo { try? endpoint.send(message, on: link, mode: mode) }
                 if let expect, total >= expect { stop.fire("expected") }
+            case .linkOpened(let link, _, _):
+                tally.withLockedValue { $0.lastHeard[link] = .now() }
             default:
                 break
             }
-            if json, let line = Self.describe(event) { Output.line(line) }
+            guard json, var line = Self.describe(event) else { return }
+            if case .linkClosed(let link, _) = event, let last = tally.withLockedValue({ $0.lastHeard[link] }) {
+                // How long the peer had been silent, as far as the application can tell: since
+                // its last message (or the link's opening). The liveness test checks it against
+                // the disconnect timeout.
+                line["silent_s"] = Double((NIODeadline.now() - last).nanoseconds) / 1e9
+            }
+            Output.line(line)
         }
         endpointBox.withLockedValue { $0 = endpoint }
         Output.text("listening \(self.host) \(endpoint.localAddress.port ?? 0)")
@@ -107,9 +116,12 @@ struct Tally {
     var reliableInOrder = true
     var nextSequence: [LinkID: UInt64] = [:]
     var links: [LinkID] = []
+    /// When each link opened or last brought a message.
+    var lastHeard: [LinkID: NIODeadline] = [:]
 
     mutating func record(_ message: ByteBuffer, on link: LinkID, mode: SendMode) -> Int {
         self.total += 1
+        self.lastHeard[link] = .now()
         if self.nextSequence[link] == nil {
             self.nextSequence[link] = 0
             self.links.append(link)

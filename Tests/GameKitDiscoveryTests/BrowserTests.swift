@@ -27,7 +27,30 @@ struct BrowserTests {
     static func browsing() -> VirtualLink {
         var link = VirtualLink()
         link.addNode()
-        link.with(0) { machine, now in machine.browser.startBrowsing(chat, now: now) }
+        link.with(0) { machine, now in machine.browser.startBrowsing(Self.chat, now: now) }
+        return link
+    }
+
+    /// A link with a browsing node (0) and a node (1) that registers "Alice".
+    static func respondingAndBrowsing() -> VirtualLink {
+        var link = VirtualLink()
+        link.addNode()
+        link.addNode()
+        link.with(1) { machine, now in _ = try! machine.responder.register(.test("Alice"), now: now) }
+        link.with(0) { machine, now in machine.browser.startBrowsing(Self.chat, now: now) }
+        return link
+    }
+
+    /// A browsing node holding Alice's records (SRV TTL 4500 s) that hears another host ask for
+    /// the SRV twice, `gap` apart, with no answer.
+    static func askedTwiceForTheSRV(gap: TimeAmount) -> VirtualLink {
+        var link = Self.browsing()
+        link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(), Self.srv(ttl: 4500), Self.txt(), Self.a()]), from: Self.foreign)
+        let query = DNSMessage(isResponse: false, questions: [DNSQuestion(name: Self.alice, type: .srv)])
+        let other = try! SocketAddress(ipAddress: "10.0.0.60", port: 5353)
+        link.inject(query, from: other)
+        link.run(for: gap)
+        link.inject(query, from: other)
         return link
     }
 
@@ -125,30 +148,57 @@ struct BrowserTests {
         #expect(instance.addresses.map(\.address) == [.v4(IPv4Bytes(10, 0, 0, 51))])
     }
 
-    @Test func refreshQueriesGoOutAt80To95PercentOfTheTTLThenTheRecordExpires() {
+    @Test func refreshPointsAre80To95PercentOfTheTTLAndUnansweredRefreshesFlushTheRecordEarly() throws {
         var link = Self.browsing()
         link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(ttl: 4500), Self.srv(ttl: 100), Self.txt(ttl: 4500), Self.a(ttl: 4500)]), from: Self.foreign)
         let start = link.now
+        let key = RecordCache.Key(interfaceIndex: VirtualLink.interfaceIndex, name: Self.alice, data: Self.srv().data)
+        let points = try #require(link.nodes[0].machine.browser.cache.entries[key]?.refreshPoints)
+        #expect(points.count == 4)
+        for (point, fraction) in zip(points, [0.80, 0.85, 0.90, 0.95]) {
+            let elapsed = Double((point - start).nanoseconds) / 1e9
+            #expect(elapsed >= 100 * fraction && elapsed <= 100 * (fraction + 0.02))
+        }
         link.log.removeAll()
         link.run(for: .seconds(101))
         let refreshes = link.sent(by: 0).filter { $0.message.questions.contains(DNSQuestion(name: Self.alice, type: .srv)) }
-        #expect(refreshes.count == 4)
-        for (refresh, fraction) in zip(refreshes, [0.80, 0.85, 0.90, 0.95]) {
-            let elapsed = Double((refresh.time - start).nanoseconds) / 1e9
-            #expect(elapsed >= 100 * fraction && elapsed <= 100 * (fraction + 0.02))
-        }
-        guard case .lost = Self.events(link).last else {
-            Issue.record("expected lost after the SRV expired")
+        try #require(refreshes.count >= 2)
+        #expect(refreshes[0].time == points[0] && refreshes[1].time == points[1])
+        // Nobody answers them: the SRV is flushed ten seconds after the first, and at least a
+        // second after the second, before its TTL runs out; the instance is lost then.
+        let flush = max(refreshes[0].time + .seconds(10), refreshes[1].time + .seconds(1))
+        let lost = link.nodes[0].browseEvents.filter { if case .lost = $0.event { true } else { false } }
+        #expect(lost.map(\.time) == [flush])
+        #expect(flush < start + .seconds(100))
+    }
+
+    @Test func aResponderThatFallsSilentIsLostAfterTwoUnansweredRefreshesBeforeItsTTLRunsOut() throws {
+        // The responder's host vanishes without a goodbye. The browser's own refresh queries for
+        // the SRV (TTL 120 s), from 80 % of its TTL on, go unanswered, and the instance is
+        // reported lost ten seconds after the first of them (RFC 6762 §10.4), not at expiry.
+        var link = Self.respondingAndBrowsing()
+        link.run(for: .seconds(10))
+        guard case .found = Self.events(link).first else {
+            Issue.record("expected found, got \(Self.events(link))")
             return
         }
+        link.deliver = { from, _ in from != 1 }
+        let srv = try #require(link.nodes[0].machine.browser.cache.entries.values.first { $0.record.type == .srv })
+        link.log.removeAll()
+        link.run(for: .seconds(130))
+        let asked = link.sent(by: 0).filter { sent in
+            sent.message.questions.contains(DNSQuestion(name: Self.alice, type: .srv)) && !sent.message.answers.contains { $0.type == .srv }
+        }
+        try #require(asked.count >= 2)
+        #expect(asked[0].time >= srv.received + .seconds(96))
+        let flush = max(asked[0].time + .seconds(10), asked[1].time + .seconds(1))
+        let lost = link.nodes[0].browseEvents.filter { if case .lost = $0.event { true } else { false } }
+        #expect(lost.map(\.time) == [flush])
+        #expect(flush < srv.expires)
     }
 
     @Test func anAnsweredRefreshKeepsTheInstance() {
-        var link = VirtualLink()
-        link.addNode()
-        link.addNode()
-        link.with(1) { machine, now in _ = try! machine.responder.register(.test("Alice"), now: now) }
-        link.with(0) { machine, now in machine.browser.startBrowsing(Self.chat, now: now) }
+        var link = Self.respondingAndBrowsing()
         link.run(for: .seconds(400))
         #expect(Self.events(link).count == 1)
         guard case .found = Self.events(link).first else {
@@ -171,11 +221,7 @@ struct BrowserTests {
     }
 
     @Test func reconfirmationOfALiveInstanceKeepsIt() {
-        var link = VirtualLink()
-        link.addNode()
-        link.addNode()
-        link.with(1) { machine, now in _ = try! machine.responder.register(.test("Alice"), now: now) }
-        link.with(0) { machine, now in machine.browser.startBrowsing(Self.chat, now: now) }
+        var link = Self.respondingAndBrowsing()
         link.run(for: .seconds(5))
         link.with(0) { machine, now in machine.browser.reconfirm(Self.alice, now: now) }
         link.run(for: .seconds(20))
@@ -185,13 +231,7 @@ struct BrowserTests {
     @Test func queriesOthersSendWithoutAnswersFlushARecordAfterTenSeconds() {
         // Passive observation of failures (RFC 6762 §10.5): two queries for the SRV go
         // unanswered, so it is flushed although its TTL has long to run.
-        var link = Self.browsing()
-        link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(), Self.srv(ttl: 4500), Self.txt(), Self.a()]), from: Self.foreign)
-        let query = DNSMessage(isResponse: false, questions: [DNSQuestion(name: Self.alice, type: .srv)])
-        let other = try! SocketAddress(ipAddress: "10.0.0.60", port: 5353)
-        link.inject(query, from: other)
-        link.run(for: .seconds(1))
-        link.inject(query, from: other)
+        var link = Self.askedTwiceForTheSRV(gap: .seconds(1))
         link.run(for: .seconds(8))
         #expect(Self.events(link).count == 1)
         link.run(for: .seconds(2))
@@ -199,6 +239,15 @@ struct BrowserTests {
             Issue.record("expected lost")
             return
         }
+    }
+
+    @Test func aSecondUnansweredQueryLongAfterTheFirstStillGetsASecondForItsAnswer() {
+        var link = Self.askedTwiceForTheSRV(gap: .seconds(60))
+        // The answer comes 100 ms after the second query: the record stays.
+        link.run(for: .milliseconds(100))
+        link.inject(DNSMessage(isResponse: true, answers: [Self.srv(ttl: 4500)]), from: Self.foreign)
+        link.run(for: .seconds(30))
+        #expect(Self.events(link).count == 1)
     }
 
     @Test func browseQueriesListKnownAnswersWithMoreThanHalfTheirTTL() {

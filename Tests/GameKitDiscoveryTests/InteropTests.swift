@@ -59,21 +59,30 @@ struct InteropTests {
         let result = try await SandboxScript.run(
             """
             scripts/veth-pair bash -c '
-              nsenter --net=$OGK_PEER_NETNS -- gk-mdns register --type _six._udp --name "Ours Six" --port 7003 --ipv6-only --interface ogk1 --seconds 3 --ignore-stdin | sed -u "s/^/R /" &
-              nsenter --net=$OGK_PEER_NETNS -- \(Self.zeroconf) register --type _six._udp --name "Theirs Six" --port 7004 --ipv6 --interface ogk1 --seconds 3 --ignore-stdin | sed -u "s/^/S /" &
+              nsenter --net=$OGK_PEER_NETNS -- gk-mdns register --type _six._udp --name "Ours Six" --port 7003 --txt six=6 --txt bare --txt nil= --ipv6-only --interface ogk1 --seconds 3 --ignore-stdin | sed -u "s/^/R /" &
+              nsenter --net=$OGK_PEER_NETNS -- \(Self.zeroconf) register --type _six._udp --name "Theirs Six" --port 7004 --txt from=zeroconf --txt on= --ipv6 --interface ogk1 --seconds 3 --ignore-stdin | sed -u "s/^/S /" &
               \(Self.zeroconf) browse --type _six._udp --ipv6 --interface ogk0 --seconds 5 --ignore-stdin | sed -u "s/^/Z /" &
               gk-mdns browse --type _six._udp --ipv6-only --interface ogk0 --seconds 5 --ignore-stdin | sed -u "s/^/O /"
               wait'
             """)
-        // python-zeroconf finds ours, with its ULA address, over ff02::fb; we find theirs.
+        // python-zeroconf finds ours, with its ULA address and TXT, over ff02::fb; we find theirs.
         let zeroconfFound = Self.events(result, "Z", "found")
         let ours = try #require(zeroconfFound.first { $0["name"] as? String == "Ours Six._six._udp.local." })
         #expect(ours["port"] as? Int == 7003)
         #expect((ours["addresses"] as? [String])?.contains("fd00:6b::2") == true)
+        let ourTXT = try #require(ours["txt"] as? [String: Any])
+        #expect(ourTXT["six"] as? String == "6")
+        #expect(ourTXT["bare"] is NSNull)
+        #expect(ourTXT["nil"] as? String == "")
+        #expect(ourTXT.count == 3)
         let ourFound = Self.events(result, "O", "found")
         let theirs = try #require(ourFound.first { $0["name"] as? String == "Theirs Six._six._udp.local." })
         #expect(theirs["port"] as? Int == 7004)
         #expect((theirs["addresses"] as? [String])?.contains("fd00:6b::2") == true)
+        let theirTXT = try #require(theirs["txt"] as? [String: Any])
+        #expect(theirTXT["from"] as? String == "zeroconf")
+        #expect(theirTXT["on"] as? String == "")
+        #expect(theirTXT.count == 2)
         // And each other's own kind, across the link.
         #expect(ourFound.contains { $0["name"] as? String == "Ours Six._six._udp.local." })
         #expect(Self.events(result, "O", "lost").count == 2)

@@ -1,4 +1,5 @@
 import NIOCore
+import NetworkImpairment
 import Testing
 
 @testable import GameKitTransport
@@ -98,6 +99,27 @@ struct BatchAndTimeoutTests {
         let silentSince = network.now
         network.run(for: .seconds(120)) { !$0.nodes[a].closeReasons.isEmpty }
         return (network.nodes[a].closeReasons, network.now - silentSince)
+    }
+
+    @Test func aSilentPeerIsDeclaredGoneExactlyTheDisconnectTimeoutAfterItsLastPacket() throws {
+        var configuration = TransportConfiguration()
+        configuration.disconnectTimeout = .seconds(3)
+        var network = VirtualNetwork()
+        let a = network.addNode(configuration: configuration, profile: ImpairmentProfile(delay: .milliseconds(7)))
+        let b = network.addNode(configuration: configuration, profile: ImpairmentProfile(delay: .milliseconds(7)))
+        let (link, _) = network.openLink(from: a, to: b)!
+        // Some traffic, then b falls silent at an instant of no particular meaning.
+        for sequence in 0..<20 { try network.nodes[a].machine.send(.numbered(sequence, size: 500), on: link, mode: .reliable) }
+        network.run(for: .milliseconds(1_234))
+        let silenced = network.nodes[b].address
+        network.interceptor = { $0.source != silenced }
+        let lastHeard = try #require(network.lastDelivered[silenced])
+        // Not a nanosecond before the timeout: still open one tick earlier.
+        network.run(for: lastHeard + .seconds(3) - .nanoseconds(1) - network.now)
+        #expect(network.nodes[a].closeReasons.isEmpty)
+        network.run(for: .seconds(10)) { !$0.nodes[a].closeReasons.isEmpty }
+        #expect(network.nodes[a].closeReasons == [.timedOut])
+        #expect(network.now == lastHeard + .seconds(3))
     }
 
     @Test func aShorterTimeoutAppliesToLinksAlreadyOpen() throws {

@@ -113,22 +113,64 @@ struct ProcessTests {
         #expect(client["opened"] as? Bool == true)
     }
 
-    @Test func killedPeerIsDeclaredGoneByTheDisconnectTimeout() async throws {
+    @Test func killedPeerIsDeclaredGoneAfterTheDisconnectTimeoutAndWellBeforeThreeTimesIt() async throws {
+        // The client sends a message every 20 ms until it is killed, so its last packet reaches
+        // the listener within a few milliseconds of the kill; the listener reports how long the
+        // link had been silent (since its last message) when it declared the peer gone.
+        let timeout = 2.0
         let result = try await SandboxScript.run(
             """
-            gk-link listen --port 7500 --disconnect-timeout 2 --json --duration 20 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            gk-link listen --port 7500 --disconnect-timeout \(timeout) --json --duration 30 > /tmp/ogk-listen.$$ &
+            LISTENER=$!
             \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
-            gk-link connect 127.0.0.1:7500 --count 10 --linger 60 --disconnect-timeout 2 > /dev/null &
+            gk-link connect 127.0.0.1:7500 --count 100000 --interval 0.02 --disconnect-timeout \(timeout) > /dev/null &
             CLIENT=$!
             for i in $(seq 200); do grep -q linkOpened /tmp/ogk-listen.$$ && break; sleep 0.05; done
+            sleep 0.5
             kill -9 $CLIENT
-            for i in $(seq 200); do grep -q linkClosed /tmp/ogk-listen.$$ && break; sleep 0.05; done
-            cat /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
-            kill %1 2>/dev/null; true
+            for i in $(seq 300); do grep -q linkClosed /tmp/ogk-listen.$$ && break; sleep 0.05; done
+            kill -INT $LISTENER; wait $LISTENER
+            sed 's/^/L /' /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
             """
         )
         let events = result.objects(tagged: "L")
         #expect(events.contains { $0["event"] as? String == "linkOpened" })
-        #expect(events.contains { $0["event"] as? String == "linkClosed" && $0["reason"] as? String == "timedOut" })
+        let closed = try #require(events.first { $0["event"] as? String == "linkClosed" })
+        #expect(closed["reason"] as? String == "timedOut")
+        // Not before the timeout (less 0.2 s for the gap between the last message and the last
+        // packet, and for event delivery), and well within three times it.
+        let silent = try #require(closed["silent_s"] as? Double)
+        #expect(silent >= timeout - 0.2, "declared gone after \(silent) s of silence")
+        #expect(silent < 3 * timeout, "declared gone after \(silent) s of silence")
+    }
+
+    @Test func bufferFullAndDataTooBigBetweenTwoProcessesLeaveTheLinkWorking() async throws {
+        // A 16 KiB send buffer and 1000-byte messages sent without waiting: sends are refused
+        // with "buffer full" and written once there is room. Half way, a message over both
+        // limits fails with "data too big" in either mode. Every numbered message still
+        // arrives once and in order, and the link never holds more than the cap and one message.
+        let capacity = 16_384
+        let result = try await SandboxScript.run(
+            """
+            gk-link listen --port 7600 --expect 2000 --duration 60 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &
+            \(SandboxScript.awaitListening("/tmp/ogk-listen.$$"))
+            gk-link connect 127.0.0.1:7600 --count 2000 --size 1000 --send-buffer \(capacity) --no-wait --oversize \((1 << 20) + 1) | sed -u 's/^/C /'
+            wait
+            cat /tmp/ogk-listen.$$; rm -f /tmp/ogk-listen.$$
+            """
+        )
+        let sender = try #require(Self.summary(result.objects(tagged: "C")))
+        #expect(sender["error"] == nil)
+        #expect((sender["buffer_full"] as? Int ?? 0) > 0)
+        let queued = try #require(sender["max_bytes_queued"] as? Int)
+        #expect(queued > 0 && queued <= capacity + 1000)
+        let oversize = try #require(sender["oversize"] as? [String: Any])
+        #expect(oversize["reliable_write"] as? String == "dataTooBig")
+        #expect(oversize["unreliable_send"] as? String == "dataTooBig")
+        #expect(sender["closed"] as? Bool == true)
+        let listener = try #require(Self.summary(result.objects(tagged: "L")))
+        #expect(listener["reliable_received"] as? Int == 2000)
+        #expect(listener["unreliable_received"] as? Int == 0)
+        #expect(listener["reliable_in_order"] as? Bool == true)
     }
 }

@@ -77,7 +77,7 @@ struct BrowserMachine: Sendable {
     }
 
     /// The application found an instance's data wrong (e.g. a connection failed): ask again, and
-    /// flush its records if nobody answers within ten seconds (RFC 6762 §10.5).
+    /// flush its records if nobody answers within ten seconds (RFC 6762 §10.4).
     mutating func reconfirm(_ name: DNSName, now: NIODeadline) {
         guard let instance = self.reported[name] else { return }
         for interface in self.interfaces.values {
@@ -90,7 +90,7 @@ struct BrowserMachine: Sendable {
         self.cache.markUnanswered(name: instance.host, now: now)
     }
 
-    /// The interfaces to query on. Records of interfaces that went away are dropped (§10.4);
+    /// The interfaces to query on. Records of interfaces that went away are dropped (§10.3);
     /// a new interface restarts the query schedules.
     mutating func setInterfaces(_ interfaces: [NetworkInterface], now: NIODeadline) {
         let old = self.interfaces
@@ -214,6 +214,10 @@ struct BrowserMachine: Sendable {
     }
 
     /// Sends due queries and refreshes, expires records, and reports what changed.
+    ///
+    /// Each query sent counts as unanswered for the cached records it asks for without listing
+    /// them as known answers, as another host's query would: a record whose owner stopped
+    /// answering is flushed two unanswered queries later (§10.4), not only when its TTL runs out.
     mutating func advance(now: NIODeadline) {
         self.cache.flushUnanswered(now: now)
         let expired = !self.cache.expire(now: now).isEmpty
@@ -244,6 +248,7 @@ struct BrowserMachine: Sendable {
             let known = list.flatMap { self.cache.knownAnswers(for: $0, interfaceIndex: index, now: now) }
             for message in MessagePacker.queries(questions: list, knownAnswers: known) {
                 self.outgoing.append(OutgoingMessage(message: message, interfaceIndex: index, destination: .multicast))
+                self.cache.observeQuery(message, interfaceIndex: index, now: now, interesting: self.isInteresting)
             }
         }
         if expired { self.resolve(now: now) }

@@ -7,7 +7,8 @@ import NIOCore
 /// as such, then removed (§10.1); a record with the cache-flush bit set makes older records of its
 /// name and type on that interface expire one second later (§10.2). For records the browser
 /// cares about, the cache knows the refresh points at 80, 85, 90 and 95 % of the TTL (plus up to
-/// 2 % random, §5.2), and counts queries that went unanswered (§10.5).
+/// 2 % random, §5.2), and counts queries that went unanswered: the browser's own (§10.4) and
+/// other hosts' (§10.5). A record two such queries did not bring back is flushed early.
 struct RecordCache: Sendable {
     struct Key: Hashable, Sendable {
         var interfaceIndex: Int
@@ -24,9 +25,17 @@ struct RecordCache: Sendable {
         var isGoodbye: Bool
         /// The refresh points not yet passed, earliest first.
         var refreshPoints: [NIODeadline]
-        /// When queries that this record answers were seen without it among their known
-        /// answers, since it was last received (§10.5, passive observation of failures).
+        /// When queries that this record answers were sent or seen without it among their
+        /// known answers, since it was last received (§10.4 for our own queries, §10.5 for
+        /// others').
         var unansweredQueries: [NIODeadline] = []
+
+        /// When the record is flushed unless heard again: once two queries went unanswered,
+        /// ten seconds after the first, and never before the second has had time for an answer.
+        var failureDeadline: NIODeadline? {
+            guard self.unansweredQueries.count >= 2, !self.isGoodbye else { return nil }
+            return max(self.unansweredQueries[0] + RecordCache.failureWindow, self.unansweredQueries[1] + RecordCache.answerWait)
+        }
 
         /// Seconds of TTL left at `now`.
         func remainingTTL(now: NIODeadline) -> UInt32 {
@@ -37,8 +46,11 @@ struct RecordCache: Sendable {
 
     /// Goodbyes and flushed records linger this long (RFC 6762 §10.1, §10.2).
     static let lingering = TimeAmount.seconds(1)
-    /// A record that two queries did not bring back within this time is flushed (§10.5).
+    /// A record that two queries did not bring back within this time is flushed (§10.4, §10.5).
     static let failureWindow = TimeAmount.seconds(10)
+    /// How long the second unanswered query is given for its answer, at least (answers to
+    /// shared records wait up to 120 ms, to truncated queries up to 500 ms: §6, §7.2).
+    static let answerWait = TimeAmount.seconds(1)
     /// The most records the cache holds; beyond it new records are ignored (a bound against
     /// floods; real networks hold far fewer).
     static let capacity = 4096
@@ -103,7 +115,7 @@ struct RecordCache: Sendable {
         return removed
     }
 
-    /// Drops everything learned on an interface that went away (§10.4).
+    /// Drops everything learned on an interface that went away (§10.3).
     mutating func removeInterface(_ index: Int) {
         for (key, entry) in self.entries where key.interfaceIndex == index {
             self.remove(key, type: entry.record.type)
@@ -158,9 +170,7 @@ struct RecordCache: Sendable {
         for entry in self.entries.values {
             var candidates = [entry.expires]
             if interesting(entry), let refresh = entry.refreshPoints.first { candidates.append(refresh) }
-            if let first = entry.unansweredQueries.first, entry.unansweredQueries.count >= 2, !entry.isGoodbye {
-                candidates.append(first + Self.failureWindow)
-            }
+            if let failure = entry.failureDeadline { candidates.append(failure) }
             for candidate in candidates where best.map({ candidate < $0 }) ?? true { best = candidate }
         }
         return best
@@ -180,8 +190,8 @@ struct RecordCache: Sendable {
         return due
     }
 
-    /// Notes a query seen on an interface: live records it asks for but does not list as known
-    /// answers count it as unanswered until they are heard again (§10.5).
+    /// Notes a query sent or seen on an interface: live records it asks for but does not list
+    /// as known answers count it as unanswered until they are heard again (§10.4, §10.5).
     ///
     /// Only questions whose answer we would see count: QM questions (a QU answer may go by
     /// unicast to the asker), in queries without TC (their known answers continue elsewhere) and
@@ -198,15 +208,16 @@ struct RecordCache: Sendable {
         }
     }
 
-    /// Flushes records asked for at least twice without an answer for ten seconds (§10.5).
+    /// Flushes records whose failure deadline has passed: asked for at least twice without an
+    /// answer (§10.4, §10.5).
     mutating func flushUnanswered(now: NIODeadline) {
-        for (key, var entry) in self.entries where entry.unansweredQueries.count >= 2 && entry.unansweredQueries[0] + Self.failureWindow <= now && !entry.isGoodbye {
+        for (key, var entry) in self.entries where entry.failureDeadline.map({ $0 <= now }) ?? false {
             entry.expires = now
             self.entries[key] = entry
         }
     }
 
-    /// Reconfirmation (§10.5): the application found the data of `name`'s records wrong. They
+    /// Reconfirmation (§10.4): the application found the data of `name`'s records wrong. They
     /// count as asked for twice, unanswered, from now, so they are flushed in ten seconds unless
     /// heard again (the caller sends the queries).
     mutating func markUnanswered(name: DNSName, now: NIODeadline) {

@@ -211,7 +211,7 @@ public final class ServiceBrowser: AsyncSequence, Sendable {
     }
 
     /// Asks again for an instance whose data proved wrong (say, a connection to it failed); if
-    /// no responder answers within ten seconds, it is reported lost (RFC 6762 §10.5).
+    /// no responder answers within ten seconds, it is reported lost (RFC 6762 §10.4).
     public func reconfirm(_ instance: ServiceInstance) {
         _ = try? self.core.perform { machine, now in machine.browser.reconfirm(instance.name, now: now) }
     }

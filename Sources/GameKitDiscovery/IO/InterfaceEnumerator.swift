@@ -59,14 +59,26 @@ enum InterfaceEnumerator {
     /// variable) if they are up, otherwise every up, multicast-capable interface with an
     /// address.
     static func selected(names: [String]?, environment: [String: String]) -> [NetworkInterface] {
-        let all = Self.all()
-        let wanted = names ?? environment[Self.environmentVariable].map {
+        Self.choose(from: Self.all(), requested: Self.requestedNames(configured: names, environment: environment))
+    }
+
+    /// The interface names asked for: the configuration's if it has a list, else those in the
+    /// environment variable (comma-separated, spaces around a name ignored). Nil, or an empty
+    /// list, when neither names one: every suitable interface is used then.
+    static func requestedNames(configured: [String]?, environment: [String: String]) -> [String]? {
+        configured ?? environment[Self.environmentVariable].map {
             $0.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
         }
-        if let wanted, !wanted.isEmpty {
-            return all.map(\.interface).filter { wanted.contains($0.name) }
+    }
+
+    /// Chooses among the interfaces that are up: those `requested` by name (none if no name
+    /// matches; the caller reports that), or, when no name is requested, every multicast-capable
+    /// one with an address.
+    static func choose(from available: [(interface: NetworkInterface, multicast: Bool)], requested: [String]?) -> [NetworkInterface] {
+        if let requested, !requested.isEmpty {
+            return available.map(\.interface).filter { requested.contains($0.name) }
         }
-        return all.filter { $0.multicast && !$0.interface.addresses.isEmpty }.map(\.interface)
+        return available.filter { $0.multicast && !$0.interface.addresses.isEmpty }.map(\.interface)
     }
 
     /// The process environment as a dictionary.

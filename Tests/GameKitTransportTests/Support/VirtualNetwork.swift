@@ -63,6 +63,8 @@ struct VirtualNetwork {
     var injected = Deque<SimulatedDatagram>()
     /// Called for every datagram as it is delivered (to capture, drop, or rewrite).
     var interceptor: ((inout SimulatedDatagram) -> Bool)?
+    /// When a datagram from each source address last reached a node (past the interceptor).
+    var lastDelivered: [SocketAddress: NIODeadline] = [:]
 
     static func address(_ host: Int, port: Int = 4000) -> SocketAddress {
         try! SocketAddress(ipAddress: "10.0.0.\(host)", port: port)
@@ -176,6 +178,7 @@ struct VirtualNetwork {
         var datagram = datagram
         if let interceptor = self.interceptor, !interceptor(&datagram) { return }
         guard let target = self.nodes.firstIndex(where: { $0.address == datagram.destination }) else { return }
+        self.lastDelivered[datagram.source] = self.now
         self.nodes[target].machine.handleDatagram(datagram.bytes, from: datagram.source, now: self.now)
     }
 

@@ -1,0 +1,76 @@
+import Foundation
+import NetworkImpairment
+import Testing
+
+@testable import GameKitDiscovery
+
+/// Which interfaces discovery uses (PROTOCOL §12.1): the configuration's names, else those in
+/// `OGK_DISCOVERY_INTERFACES`, else every up, multicast-capable interface with an address.
+@Suite("Interface choice: configuration, OGK_DISCOVERY_INTERFACES, default")
+struct InterfaceSelectionTests {
+    static let variable = InterfaceEnumerator.environmentVariable
+
+    /// What getifaddrs might list on a laptop: loopback, Ethernet, Wi-Fi, a tunnel without
+    /// multicast, and an interface without addresses.
+    static let available: [(interface: NetworkInterface, multicast: Bool)] = [
+        (NetworkInterface(index: 1, name: "lo", ipv4: [IPv4Bytes(127, 0, 0, 1)]), true),
+        (NetworkInterface(index: 2, name: "eth0", ipv4: [IPv4Bytes(192, 168, 1, 2)]), true),
+        (NetworkInterface(index: 3, name: "wlan0", ipv4: [IPv4Bytes(10, 0, 0, 7)]), true),
+        (NetworkInterface(index: 4, name: "tun0", ipv4: [IPv4Bytes(10, 8, 0, 1)]), false),
+        (NetworkInterface(index: 5, name: "eth1"), true),
+    ]
+
+    static func chosen(configured: [String]? = nil, environment: [String: String] = [:]) -> [String] {
+        let requested = InterfaceEnumerator.requestedNames(configured: configured, environment: environment)
+        return InterfaceEnumerator.choose(from: Self.available, requested: requested).map(\.name)
+    }
+
+    @Test func theVariableIsAListOfNamesSeparatedByCommasWithSpacesAndEmptyEntriesIgnored() {
+        let environment = [Self.variable: " wlan0 ,, eth0,"]
+        #expect(InterfaceEnumerator.requestedNames(configured: nil, environment: environment) == ["wlan0", "eth0"])
+        // The interfaces come in the system's order, whatever the order of the names.
+        #expect(Self.chosen(environment: environment) == ["eth0", "wlan0"])
+    }
+
+    @Test func aNamedInterfaceIsUsedEvenWithoutMulticastOrAddresses() {
+        #expect(Self.chosen(environment: [Self.variable: "tun0,eth1"]) == ["tun0", "eth1"])
+    }
+
+    @Test func theConfigurationWinsOverTheVariable() {
+        #expect(Self.chosen(configured: ["eth0"], environment: [Self.variable: "wlan0"]) == ["eth0"])
+    }
+
+    @Test func withoutNamesEveryMulticastInterfaceWithAnAddressIsUsed() {
+        let defaults = ["lo", "eth0", "wlan0"]
+        #expect(Self.chosen() == defaults)
+        #expect(Self.chosen(environment: [Self.variable: ""]) == defaults)
+        #expect(Self.chosen(environment: [Self.variable: " , "]) == defaults)
+        #expect(Self.chosen(environment: ["OTHER": "eth0"]) == defaults)
+    }
+
+    @Test func namesThatMatchNoInterfaceChooseNone() {
+        #expect(Self.chosen(environment: [Self.variable: "ogk-none0"]).isEmpty)
+        #expect(Self.chosen(environment: [Self.variable: "ETH0"]).isEmpty)  // names are exact
+        #expect(Self.chosen(environment: [Self.variable: "ogk-none0,wlan0"]) == ["wlan0"])
+    }
+
+    @Test func theVariableReachesRealProcesses() async throws {
+        // In the sandbox (lo only): a variable naming no interface makes gk-mdns fail with
+        // noUsableInterface; one naming lo among unknowns works; a configured interface
+        // (--interface) overrides a variable that names none.
+        let result = try await SandboxScript.run(
+            """
+            OGK_DISCOVERY_INTERFACES=ogk-none0 gk-mdns browse --type _env._udp --seconds 1 --ignore-stdin 2>&1 | sed -u 's/^/N /'
+            echo "N status ${PIPESTATUS[0]}"
+            OGK_DISCOVERY_INTERFACES="ogk-none0, lo" gk-mdns register --type _env._udp --name "Env" --port 7010 --seconds 3 --ignore-stdin | sed -u 's/^/R /' &
+            OGK_DISCOVERY_INTERFACES=ogk-none0 gk-mdns browse --type _env._udp --interface lo --seconds 3 --ignore-stdin | sed -u 's/^/B /'
+            wait
+            """)
+        #expect(result.lines.contains { $0.hasPrefix("N ") && $0.contains("noUsableInterface") })
+        #expect(result.lines.contains { $0.hasPrefix("N status ") && $0 != "N status 0" })
+        #expect(!result.lines.contains { $0.hasPrefix("N {") && $0.contains("browsing") })
+        #expect(result.objects(tagged: "R").contains { $0["event"] as? String == "registered" })
+        let found = result.objects(tagged: "B").filter { $0["event"] as? String == "found" }
+        #expect(found.contains { $0["name"] as? String == "Env._env._udp.local." })
+    }
+}
