@@ -23,6 +23,8 @@ struct CallHarness {
     var manualAnswers = false
     var deliverSignalling = true
     var holdGathering = false
+    /// The audio devices of a side fail to open.
+    var audioFails = [false, false]
     var nextCallID: UInt32 = 100
 
     init(timing: VoiceCallMachine.Timing = .init()) {
@@ -47,7 +49,11 @@ struct CallHarness {
             case .tryClientPath:
                 self.clientPathTried[side] += 1
             case .startMedia:
-                break
+                if self.audioFails[side] {
+                    self.apply(self.machines[side].setUpFailed(.audioUnavailableError), side: side)
+                } else {
+                    self.apply(self.machines[side].mediaStarted(), side: side)
+                }
             case .didStart(let participant):
                 self.events[side].append("didStart \(participant)")
             case .didNotStart(let participant, let error):

@@ -58,6 +58,19 @@ struct CallMachineTests {
         #expect(throws: GKVoiceChatServiceError.invalidCallIDError) { _ = try h.machines[1].accept(7, now: h.now) }
     }
 
+    @Test("Audio that cannot start: 32005 here, hang-up there; nobody hears didStart twice")
+    func audioUnavailable() throws {
+        var h = CallHarness()
+        h.audioFails = [true, false]
+        try h.start(0, callID: 7)
+        h.flush()
+        h.apply(h.machines[1].connected(.direct, now: h.now), side: 1)
+        h.apply(h.machines[0].connected(.direct, now: h.now), side: 0)
+        h.flush()
+        #expect(h.events[0] == ["didNotStart bob 32005"])
+        #expect(h.events[1] == ["invited alice", "didStart alice", "didStop alice 32003"])
+    }
+
     @Test("Hang-up: the other side hears 32003")
     func hangUp() throws {
         var h = CallHarness()

@@ -79,7 +79,6 @@ extension GKVoiceChatService {
     }
 
     private func execute(_ actions: [VoiceCallMachine.Action], generation: Int) {
-        var skipStart = false
         for action in actions {
             switch action {
             case .gather:
@@ -96,11 +95,11 @@ extension GKVoiceChatService {
             case .tryClientPath:
                 self.tryClientPath(generation: generation)
             case .startMedia:
-                skipStart = !self.startMedia(generation: generation)
-            case .didStart(let participant):
-                if !skipStart {
-                    self.withClient { client in client.voiceChatService(self, didStartWithParticipantID: participant) }
+                if self.startMedia(generation: generation) {
+                    self.perform(ifCurrent: generation) { machine, _ in machine.mediaStarted() }
                 }
+            case .didStart(let participant):
+                self.withClient { client in client.voiceChatService(self, didStartWithParticipantID: participant) }
             case .didNotStart(let participant, let error):
                 self.withClient { client in client.voiceChatService(self, didNotStartWithParticipantID: participant, error: error) }
             case .didStop(let participant, let error):

@@ -41,7 +41,8 @@ struct VoiceCallMachine: Sendable {
         var deadline: NIODeadline?
         var remoteKey: [UInt8] = []
         var remoteCandidates: [ICECandidate] = []
-        var started: Bool { if case .connected = self.phase { return true } else { return false } }
+        /// The client heard `didStart` (media connected and the audio running).
+        var started = false
     }
 
     enum Action: Equatable, Sendable {
@@ -55,7 +56,7 @@ struct VoiceCallMachine: Sendable {
         case connect(callID: UInt32, remoteKey: [UInt8], remoteCandidates: [ICECandidate], initiator: Bool)
         /// Offer the client's real-time channel; answer with ``clientPath(available:now:)``.
         case tryClientPath
-        /// Media flows: start the audio.
+        /// Media flows: start the audio, then call ``mediaStarted()``.
         case startMedia(RealTimePath)
         case didStart(String)
         case didNotStart(String, GKVoiceChatServiceError?)
@@ -162,7 +163,16 @@ struct VoiceCallMachine: Sendable {
         call.phase = .connected(path)
         call.deadline = now + self.timing.mediaTimeout
         self.call = call
-        self.actions += [.startMedia(path), .didStart(call.participant)]
+        self.actions.append(.startMedia(path))
+        return self.take()
+    }
+
+    /// The audio runs: the client hears `didStart`.
+    mutating func mediaStarted() -> [Action] {
+        guard var call = self.call, case .connected = call.phase, !call.started else { return [] }
+        call.started = true
+        self.call = call
+        self.actions.append(.didStart(call.participant))
         return self.take()
     }
 
@@ -192,7 +202,7 @@ struct VoiceCallMachine: Sendable {
         if viaClient, call.phase == .connecting || call.phase == .fallingBack {
             return self.connected(.client, now: now)
         }
-        guard call.started else { return [] }
+        guard case .connected = call.phase else { return [] }
         call.deadline = now + self.timing.mediaTimeout
         self.call = call
         return []
@@ -216,8 +226,11 @@ struct VoiceCallMachine: Sendable {
 
     /// The chosen path stopped answering consent checks.
     mutating func mediaLost() -> [Action] {
-        guard let call = self.call, call.started else { return [] }
-        self.actions += [.send(.bare(.noPath, call.callID), to: call.participant), .didStop(call.participant, .noRemotePacketsError)]
+        guard let call = self.call, case .connected = call.phase else { return [] }
+        self.actions += [
+            .send(.bare(.noPath, call.callID), to: call.participant),
+            call.started ? .didStop(call.participant, .noRemotePacketsError) : .didNotStart(call.participant, .noRemotePacketsError),
+        ]
         self.end()
         return self.take()
     }

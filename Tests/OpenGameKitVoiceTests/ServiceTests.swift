@@ -1,0 +1,184 @@
+import Foundation
+import GameKitTransport
+import GameKitVoiceEngine
+import NIOConcurrencyHelpers
+import Testing
+
+@testable import OpenGameKitVoice
+
+/// A client that hands signalling straight to the other side's service, and real-time data too
+/// when `realTime` (else it does what the protocol's default does: says it has no such channel).
+final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
+    let id: String
+    let realTime: Bool
+    weak var other: GKVoiceChatService?
+    private let log = NIOLockedValueBox<[String]>([])
+    private let changed = DispatchSemaphore(value: 0)
+
+    init(id: String, realTime: Bool = false) {
+        self.id = id
+        self.realTime = realTime
+    }
+
+    func voiceChatService(_ voiceChatService: GKVoiceChatService, sendRealTime data: Data, toParticipantID participantID: String) {
+        guard self.realTime else { return voiceChatService.clientHasNoRealTimeChannel() }
+        self.other?.receivedRealTime(data, fromParticipantID: self.id)
+    }
+
+    var events: [String] { self.log.withLockedValue { $0 } }
+
+    func record(_ event: String) {
+        self.log.withLockedValue { $0.append(event) }
+        self.changed.signal()
+    }
+
+    /// Waits (bounded) until an event starting with `prefix` is recorded.
+    @discardableResult
+    func wait(for prefix: String, seconds: Double = 15) -> String? {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if let event = self.events.first(where: { $0.hasPrefix(prefix) }) { return event }
+            _ = self.changed.wait(timeout: .now() + 0.1)
+        }
+        return self.events.first { $0.hasPrefix(prefix) }
+    }
+
+    func participantID() -> String { self.id }
+
+    func voiceChatService(_ voiceChatService: GKVoiceChatService, send data: Data, toParticipantID participantID: String) {
+        self.other?.receivedData(data, fromParticipantID: self.id)
+    }
+
+    func voiceChatService(_ voiceChatService: GKVoiceChatService, didStartWithParticipantID participantID: String) {
+        self.record("didStart \(participantID)")
+    }
+
+    func voiceChatService(_ voiceChatService: GKVoiceChatService, didNotStartWithParticipantID participantID: String, error: Error?) {
+        self.record("didNotStart \(participantID) \((error as? GKVoiceChatServiceError)?.rawValue ?? 0)")
+    }
+
+    func voiceChatService(_ voiceChatService: GKVoiceChatService, didStopWithParticipantID participantID: String, error: Error?) {
+        self.record("didStop \(participantID) \((error as? GKVoiceChatServiceError)?.rawValue ?? 0)")
+    }
+}
+
+/// A microphone playing a sine in real time.
+final class SineCaptureDevice: AudioCaptureDevice, @unchecked Sendable {
+    let name = "sine"
+    private var phase = 0
+    private var start: DispatchTime?
+    private var delivered = 0
+
+    func read(count: Int) throws(VoiceEngineError) -> [Int16]? {
+        let start = self.start ?? .now()
+        self.start = start
+        let due = start.uptimeNanoseconds + UInt64(self.delivered) * 1_000_000_000 / 16_000
+        let now = DispatchTime.now().uptimeNanoseconds
+        if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
+        self.delivered += count
+        defer { self.phase += count }
+        return (0..<count).map { Int16(8000 * sin(2 * Double.pi * 440 * Double(self.phase + $0) / 16_000)) }
+    }
+
+    func close() {}
+}
+
+/// Two services in one process over the namespace's loopback (run inside scripts/sandbox).
+@Suite("GKVoiceChatService over loopback", .serialized)
+struct ServiceTests {
+    static func pair(
+        configure: (inout GKVoiceChatService.Configuration) -> Void = { _ in }, realTime: Bool = false
+    ) -> (GKVoiceChatService, GKVoiceChatService, LoopbackClient, LoopbackClient) {
+        var configuration = GKVoiceChatService.Configuration()
+        configuration.audio = .custom { (SineCaptureDevice(), MemoryPlaybackDevice()) }
+        configuration.bindAddress = "127.0.0.1"
+        configure(&configuration)
+        let alice = GKVoiceChatService(configuration: configuration)
+        let bob = GKVoiceChatService(configuration: configuration)
+        let aliceClient = LoopbackClient(id: "alice", realTime: realTime)
+        let bobClient = LoopbackClient(id: "bob", realTime: realTime)
+        aliceClient.other = bob
+        bobClient.other = alice
+        alice.client = aliceClient
+        bob.client = bobClient
+        alice.delegateQueue = DispatchQueue(label: "alice")
+        bob.delegateQueue = DispatchQueue(label: "bob")
+        return (alice, bob, aliceClient, bobClient)
+    }
+
+    /// Waits (bounded) until `condition` holds.
+    static func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return condition()
+    }
+
+    @Test("A call connects directly, carries audio both ways, and hangs up with 32003")
+    func directCall() throws {
+        let (alice, bob, aliceClient, bobClient) = Self.pair()
+        bob.isOutputMeteringEnabled = true
+        try alice.startVoiceChat(withParticipantID: "bob")
+        #expect(aliceClient.wait(for: "didStart") == "didStart bob")
+        #expect(bobClient.wait(for: "didStart") == "didStart alice")
+        #expect(alice.currentPath == .direct && bob.currentPath == .direct)
+        #expect(Self.eventually { (bob.engineStatistics?.packetsReceived ?? 0) > 50 && bob.outputMeterLevel > -30 })
+        #expect((alice.engineStatistics?.packetsReceived ?? 0) > 0)
+        // Muting reaches the far side as silence.
+        alice.isMicrophoneMuted = true
+        #expect(Self.eventually { bob.outputMeterLevel < -60 })
+        alice.stopVoiceChat(withParticipantID: "bob")
+        #expect(bobClient.wait(for: "didStop") == "didStop alice 32003")
+        #expect(aliceClient.wait(for: "didStop") == "didStop bob 0")
+        #expect(alice.currentParticipantID == nil && bob.currentParticipantID == nil)
+    }
+
+    @Test("No UDP path: media goes through the client's real-time channel")
+    func clientFallback() throws {
+        // Relay-only without a TURN server leaves no candidate pair at all.
+        let (alice, bob, aliceClient, bobClient) = Self.pair(configure: { $0.relayOnly = true; $0.pathTimeout = 2 }, realTime: true)
+        try alice.startVoiceChat(withParticipantID: "bob")
+        #expect(aliceClient.wait(for: "didStart") == "didStart bob")
+        #expect(bobClient.wait(for: "didStart") == "didStart alice")
+        #expect(alice.currentPath == .client && bob.currentPath == .client)
+        #expect(Self.eventually { (bob.engineStatistics?.packetsReceived ?? 0) > 50 && (alice.engineStatistics?.packetsReceived ?? 0) > 50 })
+        bob.stopVoiceChat(withParticipantID: "alice")
+        #expect(aliceClient.wait(for: "didStop") == "didStop bob 32003")
+    }
+
+    @Test("No UDP path and no client channel: 32002 on both sides")
+    func noPath() throws {
+        let (alice, bob, aliceClient, bobClient) = Self.pair(configure: { $0.relayOnly = true })
+        defer { withExtendedLifetime(bob) {} }
+        try alice.startVoiceChat(withParticipantID: "bob")
+        #expect(aliceClient.wait(for: "didNotStart") == "didNotStart bob 32002")
+        #expect(bobClient.wait(for: "didNotStart") == "didNotStart alice 32002")
+    }
+
+    @Test("Without a client, starting throws 32006; bad IDs and calls throw their codes")
+    func misuse() throws {
+        let service = GKVoiceChatService()
+        #expect(throws: GKVoiceChatServiceError.uninitializedClientError) { try service.startVoiceChat(withParticipantID: "bob") }
+        let (alice, bob, aliceClient, bobClient) = Self.pair()
+        defer { withExtendedLifetime((bob, aliceClient, bobClient)) {} }
+        #expect(throws: GKVoiceChatServiceError.invalidParameterError) { try alice.startVoiceChat(withParticipantID: "") }
+        #expect(throws: GKVoiceChatServiceError.invalidCallIDError) { try alice.acceptCallID(-1) }
+        #expect(throws: GKVoiceChatServiceError.invalidCallIDError) { try alice.acceptCallID(42) }
+        let error = GKVoiceChatServiceError.remoteParticipantBusyError as NSError
+        #expect(error.domain == GKVoiceChatServiceErrorDomain && error.code == 32008)
+        #expect("\(GKVoiceChatServiceError.remoteParticipantBusyError)" == "GKVoiceChatServiceRemoteParticipantBusyError (32008)")
+    }
+
+    @Test("Audio devices that cannot open end the chat with 32005")
+    func audioUnavailable() throws {
+        let (alice, bob, aliceClient, bobClient) = Self.pair(configure: {
+            $0.audio = .files(input: "/nonexistent/input.wav", output: "/nonexistent/output.wav")
+        })
+        defer { withExtendedLifetime(bob) {} }
+        try alice.startVoiceChat(withParticipantID: "bob")
+        #expect(aliceClient.wait(for: "didNotStart") == "didNotStart bob 32005")
+        #expect(bobClient.wait(for: "did") != nil)
+    }
+}
