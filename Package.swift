@@ -198,14 +198,19 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
+        .target(
+            name: "VoiceTestSupport",
+            dependencies: ["GameKitVoiceEngine"],
+            path: "Tests/VoiceTestSupport"
+        ),
         .testTarget(
             name: "GameKitVoiceEngineTests",
-            dependencies: ["GameKitVoiceEngine"]
+            dependencies: ["GameKitVoiceEngine", "VoiceTestSupport"]
         ),
         .testTarget(
             name: "OpenGameKitVoiceTests",
             dependencies: [
-                "OpenGameKitVoice", "GameKitTransport", "GameKitVoiceEngine", "NetworkImpairment",
+                "OpenGameKitVoice", "GameKitTransport", "GameKitVoiceEngine", "NetworkImpairment", "VoiceTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import GameKitVoiceEngine
+import VoiceTestSupport
 import Testing
 
 @Suite("Opus codec and voice packets")

@@ -1,6 +1,7 @@
 import Foundation
 @testable import GameKitVoiceEngine
 import Testing
+import VoiceTestSupport
 
 /// Two engines wired back to back in virtual time.
 final class EnginePair: @unchecked Sendable {

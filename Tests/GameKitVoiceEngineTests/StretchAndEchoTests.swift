@@ -1,6 +1,7 @@
 import Foundation
 @testable import GameKitVoiceEngine
 import Testing
+import VoiceTestSupport
 
 @Suite("Time stretching, echo cancellation, WAV files")
 struct StretchAndEchoTests {

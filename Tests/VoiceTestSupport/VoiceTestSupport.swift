@@ -1,19 +1,19 @@
 import Foundation
 import GameKitVoiceEngine
 
-/// Signals and measurements the voice tests share.
-enum VoiceTestSupport {
-    static let rate = VoiceFormat.sampleRate
+/// Signals and measurements the voice tests (engine and chat service) share.
+public enum VoiceTestSupport {
+    public static let rate = VoiceFormat.sampleRate
 
     /// The repository root (tests run from it under `swift test`).
-    static var root: String {
+    public static var root: String {
         var url = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { url.deleteLastPathComponent() }
         return url.path
     }
 
     /// A sine of `frequency` Hz whose peaks are at `dBFS` (AES17: its meter reading).
-    static func sine(frequency: Double, dBFS: Double, seconds: Double, phase: Double = 0) -> [Int16] {
+    public static func sine(frequency: Double, dBFS: Double, seconds: Double, phase: Double = 0) -> [Int16] {
         let amplitude = 32767 * pow(10, dBFS / 20)
         return (0..<Int(seconds * Double(rate))).map {
             Int16((amplitude * sin(2 * .pi * frequency * Double($0) / Double(rate) + phase)).rounded())
@@ -21,17 +21,17 @@ enum VoiceTestSupport {
     }
 
     /// The reference speech (scripts/voice-reference), made once per test process.
-    static let speechPath: String = {
+    public static let speechPath: String = {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-test-speech-\(getpid()).wav").path
         run("\(root)/scripts/voice-reference", [path])
         return path
     }()
 
-    static func speech() throws -> [Int16] { try WAVFile.read(path: speechPath) }
+    public static func speech() throws -> [Int16] { try WAVFile.read(path: speechPath) }
 
     /// Runs a program to completion and returns its standard output.
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String]) -> String {
+    public static func run(_ executable: String, _ arguments: [String]) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -43,11 +43,11 @@ enum VoiceTestSupport {
         return String(decoding: data, as: UTF8.self)
     }
 
-    struct Quality { var pesq: Double?; var stoi: Double; var delayMilliseconds: Double }
+    public struct Quality { public var pesq: Double?; public var stoi: Double; public var delayMilliseconds: Double }
 
     /// PESQ-WB and STOI of `degraded` against `reference` (Tests/Peers/voice_quality.py in the
     /// peers' venv, which scripts/test sets up).
-    static func quality(reference: [Int16], degraded: [Int16]) throws -> Quality {
+    public static func quality(reference: [Int16], degraded: [Int16]) throws -> Quality {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-q-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -61,13 +61,13 @@ enum VoiceTestSupport {
     }
 
     /// Level in dB of a signal (mean square relative to a full-scale sine, as the meter).
-    static func level(_ samples: ArraySlice<Int16>) -> Double {
+    public static func level(_ samples: ArraySlice<Int16>) -> Double {
         let meanSquare = samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count)) / (32768.0 * 32768.0)
         return 10 * log10(max(2 * meanSquare, 1e-12))
     }
 
     /// Frames of `samples` (the last padded with silence).
-    static func frames(_ samples: [Int16], size: Int = VoiceFormat.standard.samplesPerFrame) -> [[Int16]] {
+    public static func frames(_ samples: [Int16], size: Int = VoiceFormat.standard.samplesPerFrame) -> [[Int16]] {
         stride(from: 0, to: samples.count, by: size).map {
             var frame = Array(samples[$0..<min(samples.count, $0 + size)])
             frame.append(contentsOf: repeatElement(0, count: size - frame.count))
