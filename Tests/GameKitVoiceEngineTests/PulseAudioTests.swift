@@ -27,21 +27,10 @@ struct PulseAudioTests {
             AudioLoop(engine: b, capture: devices[2], playback: devices[3]),
         ]
         loops.forEach { $0.start() }
-        let recording = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-pulse-test-\(getpid()).raw").path
-        defer { try? FileManager.default.removeItem(atPath: recording) }
-        let recorder = try server.launch("parecord", [
-            "--device=ogk_speaker.monitor", "--rate=16000", "--channels=1", "--format=s16le", "--latency-msec=20", "--raw", recording,
-        ])
-        let player = try server.launch("paplay", ["--device=ogk_mic", "--latency-msec=20", VoiceTestSupport.speechPath])
-        #expect(player.wait(seconds: 60))
-        Thread.sleep(forTimeInterval: 1)
-        recorder.signal(SIGINT)
-        recorder.wait(seconds: 5)
+        let received = try VoiceTestSupport.playSpeechAndRecord(server: server, into: "ogk_mic", recording: "ogk_speaker.monitor")
         loops.forEach { $0.stop() }
         for loop in loops { #expect(loop.wait() == nil) }
         #expect(a.currentStatistics.packetsSent > 100)
-        let bytes = try #require(FileManager.default.contents(atPath: recording))
-        let received = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let quality = try VoiceTestSupport.quality(reference: try VoiceTestSupport.speech(), degraded: received)
         #expect(quality.stoi > 0.6)
         #expect(quality.delayMilliseconds > 0)

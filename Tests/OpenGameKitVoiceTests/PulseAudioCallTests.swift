@@ -20,21 +20,10 @@ struct PulseAudioCallTests {
         #expect(aliceClient.wait(for: "didStart") == "didStart bob")
         #expect(bobClient.wait(for: "didStart") == "didStart alice")
 
-        let recording = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-call-\(getpid()).raw").path
-        defer { try? FileManager.default.removeItem(atPath: recording) }
-        let recorder = try server.launch("parecord", [
-            "--device=bob_speaker.monitor", "--rate=16000", "--channels=1", "--format=s16le", "--latency-msec=20", "--raw", recording,
-        ])
-        let player = try server.launch("paplay", ["--device=alice_mic", "--latency-msec=20", VoiceTestSupport.speechPath])
-        #expect(player.wait(seconds: 60))
-        Thread.sleep(forTimeInterval: 1)
-        recorder.signal(SIGINT)
-        recorder.wait(seconds: 5)
+        let received = try VoiceTestSupport.playSpeechAndRecord(server: server, into: "alice_mic", recording: "bob_speaker.monitor")
         alice.stopVoiceChat(withParticipantID: "bob")
         #expect(bobClient.wait(for: "didStop") == "didStop alice 32003")
 
-        let bytes = try #require(FileManager.default.contents(atPath: recording))
-        let received = bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let quality = try VoiceTestSupport.quality(reference: try VoiceTestSupport.speech(), degraded: received)
         #expect(quality.stoi > 0.6)
     }

@@ -74,4 +74,23 @@ public enum VoiceTestSupport {
             return frame
         }
     }
+
+    /// Plays the reference speech into `sink` of `server` while recording `monitor`, and returns
+    /// the recording (one more second after the speech ends).
+    public static func playSpeechAndRecord(server: PrivatePulseAudioServer, into sink: String, recording monitor: String) throws -> [Int16] {
+        let recording = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-rec-\(UUID().uuidString.prefix(8)).raw").path
+        defer { try? FileManager.default.removeItem(atPath: recording) }
+        let recorder = try server.launch("parecord", [
+            "--device=\(monitor)", "--rate=16000", "--channels=1", "--format=s16le", "--latency-msec=20", "--raw", recording,
+        ])
+        let player = try server.launch("paplay", ["--device=\(sink)", "--latency-msec=20", speechPath])
+        let played = player.wait(seconds: 60)
+        Thread.sleep(forTimeInterval: 1)
+        recorder.signal(SIGINT)
+        recorder.wait(seconds: 5)
+        guard played, let bytes = FileManager.default.contents(atPath: recording) else {
+            throw VoiceEngineError.device("paplay or parecord failed")
+        }
+        return bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
 }
