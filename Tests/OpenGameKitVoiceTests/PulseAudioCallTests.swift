@@ -17,8 +17,8 @@ struct PulseAudioCallTests {
         alice.configuration.audio = .pulseAudio(source: "alice_mic.monitor", sink: "alice_speaker", server: server.address)
         bob.configuration.audio = .pulseAudio(source: "bob_mic.monitor", sink: "bob_speaker", server: server.address)
         try alice.startVoiceChat(withParticipantID: "bob")
-        #expect(aliceClient.wait(for: "didStart") == "didStart bob")
-        #expect(bobClient.wait(for: "didStart") == "didStart alice")
+        #expect(aliceClient.wait(for: "didStart") == "didStart bob", "alice heard \(aliceClient.events)")
+        #expect(bobClient.wait(for: "didStart") == "didStart alice", "bob heard \(bobClient.events)")
 
         let received = try VoiceTestSupport.playSpeechAndRecord(server: server, into: "alice_mic", recording: "bob_speaker.monitor")
         alice.stopVoiceChat(withParticipantID: "bob")

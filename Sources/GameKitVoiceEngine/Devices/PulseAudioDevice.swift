@@ -8,6 +8,9 @@ public final class PulseAudioDevice: AudioCaptureDevice, AudioPlaybackDevice, @u
     public enum Direction: Sendable { case capture, playback }
 
     private let lock = NSLock()
+    /// Held for the length of every call into the stream, so that `close` never frees it under
+    /// a read or write (libpulse aborts on that).
+    private let ioLock = NSLock()
     private var stream: OpaquePointer?
     public let name: String
     public let direction: Direction
@@ -38,6 +41,8 @@ public final class PulseAudioDevice: AudioCaptureDevice, AudioPlaybackDevice, @u
 
     public func read(count: Int) throws(VoiceEngineError) -> [Int16]? {
         guard direction == .capture else { throw .device("\(name) is a playback stream") }
+        ioLock.lock()
+        defer { ioLock.unlock() }
         guard let stream = lock.withLock({ self.stream }) else { return nil }
         var samples = [Int16](repeating: 0, count: count)
         var error: Int32 = 0
@@ -48,6 +53,8 @@ public final class PulseAudioDevice: AudioCaptureDevice, AudioPlaybackDevice, @u
 
     public func write(_ samples: [Int16]) throws(VoiceEngineError) {
         guard direction == .playback else { throw .device("\(name) is a capture stream") }
+        ioLock.lock()
+        defer { ioLock.unlock() }
         guard let stream = lock.withLock({ self.stream }) else { throw .device("\(name) is closed") }
         var error: Int32 = 0
         let status = samples.withUnsafeBytes { pa_simple_write(stream, $0.baseAddress, $0.count, &error) }
@@ -56,12 +63,18 @@ public final class PulseAudioDevice: AudioCaptureDevice, AudioPlaybackDevice, @u
 
     /// The stream's latency in ms, as the server reports it.
     public var latencyMilliseconds: Int {
+        ioLock.lock()
+        defer { ioLock.unlock() }
         guard let stream = lock.withLock({ self.stream }) else { return 0 }
         var error: Int32 = 0
         return Int(pa_simple_get_latency(stream, &error) / 1000)
     }
 
+    /// Closes the stream; a read or write in progress on another thread finishes first (a
+    /// capture read within one buffer, a playback write within the buffered audio).
     public func close() {
+        ioLock.lock()
+        defer { ioLock.unlock() }
         let stream = lock.withLock { () -> OpaquePointer? in
             defer { self.stream = nil }
             return self.stream

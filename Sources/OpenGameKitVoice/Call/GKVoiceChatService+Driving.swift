@@ -95,8 +95,11 @@ extension GKVoiceChatService {
             case .tryClientPath:
                 self.tryClientPath(generation: generation)
             case .startMedia:
-                if self.startMedia(generation: generation) {
-                    self.perform(ifCurrent: generation) { machine, _ in machine.mediaStarted() }
+                // Opening audio devices blocks (a PulseAudio connection): not on an event loop.
+                DispatchQueue.global().async {
+                    if self.startMedia(generation: generation) {
+                        self.perform(ifCurrent: generation) { machine, _ in machine.mediaStarted() }
+                    }
                 }
             case .didStart(let participant):
                 self.withClient { client in client.voiceChatService(self, didStartWithParticipantID: participant) }
@@ -114,10 +117,12 @@ extension GKVoiceChatService {
 
     private func gather(generation: Int) {
         let configuration = self.lock.withLock { self.state.configuration.connection }
-        Task {
-            do {
-                let connection = try await RealTimeConnection.open(configuration: configuration)
-                let candidates = try await connection.gatherCandidates()
+        let opening = RealTimeConnection.makeConnection(configuration: configuration, group: self.loop)
+        opening.flatMap { connection in
+            connection.candidatesFuture().map { (connection, $0) }
+        }.whenComplete { result in
+            switch result {
+            case .success(let (connection, candidates)):
                 let exchange = RealTimeKeyExchange()
                 let current = self.lock.withLock {
                     guard self.state.generation == generation else { return false }
@@ -129,7 +134,8 @@ extension GKVoiceChatService {
                 self.perform(ifCurrent: generation) { machine, now in
                     machine.gathered(candidates: candidates, keyShare: exchange.publicKeyBytes, now: now)
                 }
-            } catch {
+            case .failure:
+                opening.whenSuccess { $0.close() }
                 self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(.networkConfigurationError) }
             }
         }

@@ -107,43 +107,52 @@ public final class RealTimeConnection: @unchecked Sendable {
     public static func open(
         configuration: Configuration, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RealTimeConnection {
+        try await Self.makeConnection(configuration: configuration, group: group).get()
+    }
+
+    /// Opens the socket and starts gathering candidates, with a future: nothing of it waits on
+    /// Swift's cooperative thread pool (which a busy application may hold).
+    public static func makeConnection(
+        configuration: Configuration, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) -> EventLoopFuture<RealTimeConnection> {
+        let loop = group.next()
         var settings = RealTimeMachine.Settings()
         settings.gatheringTimeout = configuration.gatheringTimeout
         settings.ice.relayOnly = configuration.relayOnly
         settings.ice.consentTimeout = configuration.consentTimeout
-        settings.stunServers = try await Self.resolve(configuration.stunServers.map { ($0.host, $0.port) })
-        let turnAddresses = try await Self.resolve(configuration.turnServers.map { ($0.host, $0.port) })
-        settings.turnServers = zip(turnAddresses, configuration.turnServers).map { ($0, $1.username, $1.password) }
-        let box = NIOLockedValueBox<RealTimeConnection?>(nil)
-        let channel: Channel
         do {
-            channel = try await DatagramBootstrap(group: group)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(RealTimeChannelHandler(connection: box))
-                    }
-                }
-                .bind(host: configuration.bindAddress, port: configuration.port).get()
+            settings.stunServers = try Self.resolve(configuration.stunServers.map { ($0.host, $0.port) })
+            let turnAddresses = try Self.resolve(configuration.turnServers.map { ($0.host, $0.port) })
+            settings.turnServers = zip(turnAddresses, configuration.turnServers).map { ($0, $1.username, $1.password) }
         } catch {
-            throw RealTimeError.bindFailed("\(error)")
+            return loop.makeFailedFuture(error)
         }
-        guard let local = channel.localAddress.flatMap(TraversalAddress.init) else {
-            try? await channel.close()
-            throw RealTimeError.bindFailed("no local address")
-        }
-        let hosts = Self.hostAddresses(bound: local, interfaceNames: configuration.interfaceNames)
         let settingsToUse = settings
-        return try await channel.eventLoop.submit {
-            let connection = RealTimeConnection(
-                channel: channel, machine: RealTimeMachine(settings: settingsToUse, hostAddresses: hosts, now: .now()), localAddress: local)
-            box.withLockedValue { $0 = connection }
-            connection.run()
-            return connection
-        }.get()
+        let box = NIOLockedValueBox<RealTimeConnection?>(nil)
+        return DatagramBootstrap(group: loop)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(RealTimeChannelHandler(connection: box))
+                }
+            }
+            .bind(host: configuration.bindAddress, port: configuration.port)
+            .flatMapErrorThrowing { error in throw RealTimeError.bindFailed("\(error)") }
+            .flatMapThrowing { channel in
+                guard let local = channel.localAddress.flatMap(TraversalAddress.init) else {
+                    channel.close(promise: nil)
+                    throw RealTimeError.bindFailed("no local address")
+                }
+                let hosts = Self.hostAddresses(bound: local, interfaceNames: configuration.interfaceNames)
+                let connection = RealTimeConnection(
+                    channel: channel, machine: RealTimeMachine(settings: settingsToUse, hostAddresses: hosts, now: .now()), localAddress: local)
+                box.withLockedValue { $0 = connection }
+                connection.run()
+                return connection
+            }
     }
 
-    private static func resolve(_ servers: [(String, Int)]) async throws -> [TraversalAddress] {
+    private static func resolve(_ servers: [(String, Int)]) throws -> [TraversalAddress] {
         try servers.map { host, port in
             guard let address = TraversalAddress(host, port: UInt16(clamping: port)), address.isIPv4 else {
                 throw RealTimeError.invalidServer("\(host):\(port) is not an IPv4 address")
@@ -173,12 +182,17 @@ public final class RealTimeConnection: @unchecked Sendable {
     /// This side's candidates, once gathering has finished (at most
     /// ``Configuration/gatheringTimeout``).
     public func gatherCandidates() async throws -> [ICECandidate] {
-        try await self.eventLoop.flatSubmit {
+        try await self.candidatesFuture().get()
+    }
+
+    /// ``gatherCandidates()`` as a future.
+    public func candidatesFuture() -> EventLoopFuture<[ICECandidate]> {
+        self.eventLoop.flatSubmit {
             if let candidates = self.candidates { return self.eventLoop.makeSucceededFuture(candidates) }
             let promise = self.gathered ?? self.eventLoop.makePromise()
             self.gathered = promise
             return promise.futureResult
-        }.get()
+        }
     }
 
     /// Starts connectivity checks; `events` hears the outcome and every media packet.
