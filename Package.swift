@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "gk-mdns", targets: ["gk-mdns"]),
         .executable(name: "gk-session", targets: ["gk-session"]),
         .executable(name: "gk-chat", targets: ["gk-chat"]),
+        .executable(name: "gk-voice", targets: ["gk-voice"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -141,6 +142,17 @@ let package = Package(
             name: "gk-chat",
             dependencies: [
                 "OpenGameKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "gk-voice",
+            dependencies: [
+                "OpenGameKit", "OpenGameKitVoice", "GameKitTransport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -128,6 +128,11 @@ struct RealTimeMachine: Sendable {
         self.binding = []
     }
 
+    /// Every pair and its state, for logs.
+    var pairSummary: String {
+        (self.agent?.pairs ?? []).map { "\($0.base)->\($0.remote) \($0.state)\($0.nominating ? "*" : "")\($0.nominated ? "!" : "")" }.joined(separator: ", ")
+    }
+
     // MARK: - Media
 
     /// A sealed media datagram for the selected pair, or nil before one is selected.

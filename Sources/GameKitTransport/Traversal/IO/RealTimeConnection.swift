@@ -1,3 +1,4 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -95,6 +96,8 @@ public final class RealTimeConnection: @unchecked Sendable {
     private var timer: Scheduled<Void>?
     private var clientSend: (@Sendable ([UInt8]) -> Void)?
     private var closed = false
+    private let logger = Logger(label: "opengamekit.realtime")
+    private var lastSummary = ""
 
     private init(channel: Channel, machine: RealTimeMachine, localAddress: TraversalAddress) {
         self.channel = channel
@@ -162,7 +165,7 @@ public final class RealTimeConnection: @unchecked Sendable {
     }
 
     /// The bound address if specific, else every IPv4 address of the chosen interfaces, with the
-    /// socket's port; loopback last.
+    /// socket's port; loopback only when there is nothing else (it reaches no other host).
     static func hostAddresses(bound: TraversalAddress, interfaceNames: [String]?) -> [TraversalAddress] {
         if bound.bytes != [0, 0, 0, 0] { return [bound] }
         let devices = (try? System.enumerateDevices()) ?? []
@@ -174,7 +177,8 @@ public final class RealTimeConnection: @unchecked Sendable {
             else { continue }
             addresses.append(withPort)
         }
-        return addresses.sorted { ($0.bytes.first == 127 ? 1 : 0) < ($1.bytes.first == 127 ? 1 : 0) }
+        let outside = addresses.filter { $0.bytes.first != 127 }
+        return outside.isEmpty ? addresses : outside
     }
 
     // MARK: - API
@@ -200,6 +204,7 @@ public final class RealTimeConnection: @unchecked Sendable {
         self.eventLoop.execute {
             guard !self.closed else { return }
             self.handler = events
+            self.logger.debug("checking", metadata: ["remote": "\(remoteCandidates)"])
             self.machine.connect(keys: keys, remote: remoteCandidates, now: .now())
             self.run()
         }
@@ -221,6 +226,7 @@ public final class RealTimeConnection: @unchecked Sendable {
     /// channel); packets from that channel come back through ``receiveFromClient(_:)``.
     public func useClientPath(_ send: @escaping @Sendable ([UInt8]) -> Void) {
         self.eventLoop.execute {
+            self.logger.debug("using the application's channel", metadata: ["pairs": "\(self.machine.pairSummary)"])
             self.clientSend = send
             self.machine.abandonChecks()
             self.timer?.cancel()
@@ -264,15 +270,27 @@ public final class RealTimeConnection: @unchecked Sendable {
 
     private func run() {
         let (datagrams, events) = self.machine.poll(now: .now())
+        if self.logger.logLevel <= .trace {
+            let summary = self.machine.pairSummary
+            if summary != self.lastSummary {
+                self.lastSummary = summary
+                self.logger.trace("pairs", metadata: ["pairs": "\(summary)"])
+            }
+        }
         for datagram in datagrams { self.write(datagram) }
         for event in events {
             switch event {
             case .gathered(let candidates):
+                self.logger.debug("gathered", metadata: ["candidates": "\(candidates)"])
                 self.candidates = candidates
                 self.gathered?.succeed(candidates)
                 self.gathered = nil
-            case .connected(let path, let remote): self.handler?(.connected(path, remote: remote))
-            case .failed: self.handler?(.failed)
+            case .connected(let path, let remote):
+                self.logger.debug("connected", metadata: ["path": "\(path)", "remote": "\(remote)"])
+                self.handler?(.connected(path, remote: remote))
+            case .failed:
+                self.logger.debug("no path", metadata: ["pairs": "\(self.machine.pairSummary)"])
+                self.handler?(.failed)
             case .consentLost: self.handler?(.consentLost)
             case .media(let payload): self.handler?(.media(payload, viaClient: false))
             }
@@ -286,7 +304,10 @@ public final class RealTimeConnection: @unchecked Sendable {
 
     private func write(_ datagram: RealTimeMachine.Datagram) {
         let envelope = AddressedEnvelope(remoteAddress: datagram.to.socketAddress, data: ByteBuffer(bytes: datagram.bytes))
-        self.channel.writeAndFlush(envelope, promise: nil)
+        let logger = self.logger
+        self.channel.writeAndFlush(envelope).whenFailure { error in
+            logger.debug("send failed", metadata: ["to": "\(datagram.to)", "error": "\(error)"])
+        }
     }
 }
 

@@ -116,12 +116,17 @@ struct TURNClient: Sendable {
     mutating func permit(_ peers: [TraversalAddress], now: NIODeadline) {
         guard case .allocated = self.state else { return }
         var fresh: [[UInt8]] = []
-        for peer in peers where peer.isIPv4 == self.server.isIPv4 && self.permissions[peer.bytes] == nil && !fresh.contains(peer.bytes) {
+        for peer in peers where peer.isIPv4 == self.server.isIPv4 && peer.bytes.first != 127
+            && self.permissions[peer.bytes] == nil && !fresh.contains(peer.bytes)
+        {
             fresh.append(peer.bytes)
         }
-        guard !fresh.isEmpty else { return }
-        for ip in fresh { self.permissions[ip] = now + Self.permissionRefresh }
-        self.start(.createPermission(fresh), now: now, retries: 1)
+        // One request per address: a server refusing one (e.g. 403 for a private or loopback
+        // address it will not relay to) does not take the others down with it.
+        for ip in fresh {
+            self.permissions[ip] = now + Self.permissionRefresh
+            self.start(.createPermission([ip]), now: now, retries: 1)
+        }
     }
 
     /// A Send indication carrying `payload` to `peer` through the relay (RFC 8656 §11.1).
@@ -152,9 +157,9 @@ struct TURNClient: Sendable {
                 self.start(.refresh(release: false), now: now, retries: 2)
             }
             let due = self.permissions.filter { $0.value <= now }.map(\.key)
-            if !due.isEmpty {
-                for ip in due { self.permissions[ip] = now + Self.permissionRefresh }
-                self.start(.createPermission(due), now: now, retries: 1)
+            for ip in due {
+                self.permissions[ip] = now + Self.permissionRefresh
+                self.start(.createPermission([ip]), now: now, retries: 1)
             }
         }
         var index = 0

@@ -1,0 +1,168 @@
+import ArgumentParser
+import Foundation
+import OpenGameKit
+import OpenGameKitVoice
+
+/// `gk-voice demo` (the default): the peer picker finds and connects a peer on the local
+/// network; a voice chat starts over that session; the screen shows "Connected to …", live
+/// meters, and takes m (mute), + / - (the far side's volume) and q (hang up, back to the picker).
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo", abstract: "The picker, then a voice chat with the chosen peer (the default).")
+
+    @Option(help: "Your display name (default: the host name).")
+    var name: String?
+
+    @Option(help: "The session ID: only peers with the same one meet.")
+    var sessionID = "gk-voice"
+
+    @Option(help: "A network interface to use (repeatable; default: all, or OGK_DISCOVERY_INTERFACES).")
+    var interface: [String] = []
+
+    @Option(help: "Quit after this many seconds (for scripts).")
+    var seconds: Double?
+
+    @OptionGroup var options: VoiceOptions
+
+    @MainActor
+    func run() async throws {
+        let service = GKVoiceChatService.default()
+        service.configuration = try self.options.configuration()
+        let session = GKSession(
+            sessionID: self.sessionID, displayName: self.name, sessionMode: .peer,
+            configuration: GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface))
+        let app = VoiceApp(session: session, service: service)
+        if let seconds = self.seconds {
+            DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { MainActor.assumeIsolated { app.quit() } }
+        }
+        await app.run()
+    }
+}
+
+/// The demo: the picker until a peer is connected, then the voice screen, then the picker again.
+@MainActor
+final class VoiceApp: GKPeerPickerControllerDelegate {
+    private let session: GKSession
+    private let service: GKVoiceChatService
+    private let client: SessionVoiceClient
+    private let picker = GKPeerPickerController()
+    private var screen: VoiceScreen?
+    private var peerID: String?
+    private var refresh: Timer?
+    private var finished: CheckedContinuation<Void, Never>?
+    private var quitting = false
+
+    init(session: GKSession, service: GKVoiceChatService) {
+        self.session = session
+        self.service = service
+        self.client = SessionVoiceClient(session: session, service: service)
+        service.client = self.client
+        service.isInputMeteringEnabled = true
+        service.isOutputMeteringEnabled = true
+        self.client.onEvent = { [weak self] event in self?.chatEvent(event) }
+    }
+
+    func run() async {
+        await withCheckedContinuation { continuation in
+            self.finished = continuation
+            self.showPicker()
+        }
+    }
+
+    func quit() {
+        guard !self.quitting else { return }
+        self.quitting = true
+        self.picker.dismiss()
+        self.closeScreen()
+        if let peerID { self.service.stopVoiceChat(withParticipantID: peerID) }
+        self.session.disconnectFromAllPeers()
+        Task {
+            try? await Task.sleep(nanoseconds: 200_000_000)  // the hang-up goes out
+            await self.session.close()
+            self.finished?.resume()
+            self.finished = nil
+        }
+    }
+
+    private func showPicker() {
+        guard !self.quitting else { return }
+        self.picker.delegate = self
+        self.picker.show()
+    }
+
+    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? {
+        self.session
+    }
+
+    func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
+        self.peerID = peerID
+        let name = session.displayName(forPeer: peerID) ?? peerID
+        let screen = VoiceScreen()
+        screen.status = VoiceStatus(title: "gk-voice — \(session.displayName)", status: "Calling \(name)…", path: "—", peerName: name)
+        screen.onKey = { [weak self] key in self?.key(key) }
+        screen.onQuit = { [weak self] in self?.quit() }
+        self.screen = screen
+        screen.open()
+        // Both sides start; if both invitations cross, the service keeps exactly one call.
+        do {
+            try self.service.startVoiceChat(withParticipantID: peerID)
+        } catch {
+            self.chatEvent("Voice chat did not start: \(error)")
+        }
+        self.refresh = Timer.scheduledTimer(withTimeInterval: 0.1, repeats: true) { [weak self] _ in
+            MainActor.assumeIsolated { self?.update() }
+        }
+    }
+
+    func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {
+        self.quit()
+    }
+
+    private func key(_ key: Character) {
+        switch key {
+        case "m", "M": self.service.isMicrophoneMuted.toggle()
+        case "+", "=": self.service.remoteParticipantVolume = min(1, self.service.remoteParticipantVolume + 0.1)
+        case "-", "_": self.service.remoteParticipantVolume = max(0, self.service.remoteParticipantVolume - 0.1)
+        case "q", "Q": self.hangUp()
+        default: return
+        }
+        self.update()
+    }
+
+    private func chatEvent(_ event: String) {
+        guard let screen = self.screen else { return }
+        screen.announce()
+        if event == "started" {
+            screen.status.status = "Connected to \(screen.status.peerName)"
+        } else {
+            screen.status.status = event
+        }
+    }
+
+    private func update() {
+        guard let screen = self.screen else { return }
+        var status = screen.status
+        status.path = self.service.currentPath?.rawValue ?? "—"
+        status.inputLevel = self.service.inputMeterLevel
+        status.outputLevel = self.service.outputMeterLevel
+        status.muted = self.service.isMicrophoneMuted
+        status.volume = self.service.remoteParticipantVolume
+        screen.status = status
+    }
+
+    /// Ends the chat and the connection; back to the picker.
+    private func hangUp() {
+        if let peerID { self.service.stopVoiceChat(withParticipantID: peerID) }
+        self.peerID = nil
+        self.session.disconnectFromAllPeers()
+        self.closeScreen()
+        self.showPicker()
+    }
+
+    private func closeScreen() {
+        self.refresh?.invalidate()
+        self.refresh = nil
+        self.screen?.close()
+        self.screen = nil
+    }
+}

@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// gk-voice: the voice chat demo of the lecture notes (`gk-voice demo`, the default), and a
+/// headless call over a rendezvous server for scripts (`gk-voice call`).
+@main
+struct GKVoice: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gk-voice",
+        abstract: "Talk to a peer: find it with the picker, then a voice chat (the Game Kit lecture's voice demo).",
+        subcommands: [DemoCommand.self, CallCommand.self],
+        defaultSubcommand: DemoCommand.self)
+}

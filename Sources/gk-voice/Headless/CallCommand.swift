@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import Logging
+import OpenGameKitVoice
+
+/// `gk-voice call`: a voice chat without a screen, over a rendezvous server (for tests and the
+/// benchmark across NATs). Prints one JSON object per line: chat events, `first_audio` (ms from
+/// the invitation to the first media packet), and a closing `summary`.
+struct CallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "call", abstract: "A voice chat through a rendezvous server, no screen (JSON lines out).")
+
+    @Option(help: "This participant's name.")
+    var name: String
+
+    @Option(help: "The rendezvous server, HOST:PORT (Tests/Peers/rendezvous.py).")
+    var rendezvous: String
+
+    @Option(help: "Invite this participant (else wait to be invited).")
+    var call: String?
+
+    @Option(help: "Seconds to run before hanging up and quitting.")
+    var seconds: Double = 10
+
+    @Flag(help: "Log the media connection's candidates and checks to standard error.")
+    var verbose = false
+
+    @OptionGroup var options: VoiceOptions
+
+    func run() throws {
+        if self.verbose {
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = ProcessInfo.processInfo.environment["OGK_TRACE"] == nil ? .debug : .trace
+                return handler
+            }
+        }
+        let configuration = try self.options.configuration()
+        let (host, port) = try VoiceOptions.hostPort(self.rendezvous)
+        let service = GKVoiceChatService(configuration: configuration)
+        service.delegateQueue = DispatchQueue(label: "gk-voice")
+        let client = try RendezvousClient.connect(name: self.name, host: host, port: port)
+        let printer = JSONLines()
+        client.onEvent = { printer.print($0) }
+        client.service = service
+        service.client = client
+        defer { client.close() }
+
+        let start = Date()
+        let end = start.addingTimeInterval(self.seconds)
+        if let peer = self.call {
+            while !client.isPresent(peer) && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+            try service.startVoiceChat(withParticipantID: peer)
+        }
+        let invited = Date()
+        var firstAudio: Double?
+        while Date() < end {
+            if firstAudio == nil, (service.engineStatistics?.packetsReceived ?? 0) > 0 {
+                firstAudio = Date().timeIntervalSince(invited) * 1000
+                printer.print(["event": "first_audio", "ms": firstAudio!])
+            }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        let statistics = service.engineStatistics
+        let path = service.currentPath?.rawValue ?? "none"
+        if let peer = service.currentParticipantID { service.stopVoiceChat(withParticipantID: peer) }
+        Thread.sleep(forTimeInterval: 0.5)  // the hang-up goes out; the output file is closed
+        printer.print([
+            "event": "summary", "name": self.name, "path": path, "first_audio_ms": firstAudio ?? -1,
+            "packets_received": statistics?.packetsReceived ?? 0, "packets_sent": statistics?.packetsSent ?? 0,
+        ])
+    }
+}
+
+/// Prints JSON objects, one per line, from any thread.
+final class JSONLines: @unchecked Sendable {
+    private let lock = NSLock()
+
+    func print(_ object: [String: Any]) {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        self.lock.withLock {
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import GameKitTransport
+import OpenGameKitVoice
+
+/// The options every gk-voice command shares: servers, devices, timing.
+struct VoiceOptions: ParsableArguments {
+    @Option(help: "A STUN server, HOST[:PORT] (repeatable).")
+    var stun: [String] = []
+
+    @Option(help: "A TURN server, USER:PASSWORD@HOST[:PORT].")
+    var turn: String?
+
+    @Flag(help: "Send media only through the TURN relay.")
+    var relayOnly = false
+
+    @Option(help: "A 16 kHz mono WAV file to use as the microphone (then silence).")
+    var input: String?
+
+    @Option(help: "A WAV file to write the far side's voice to (with --input).")
+    var output: String?
+
+    @Option(help: "The PulseAudio source to capture from (default: the server's default).")
+    var source: String?
+
+    @Option(help: "The PulseAudio sink to play to (default: the server's default).")
+    var sink: String?
+
+    @Option(help: "Seconds the connectivity checks may take before the app channel is tried.")
+    var pathTimeout: Double = 3
+
+    /// The service configuration these options describe.
+    func configuration() throws -> GKVoiceChatService.Configuration {
+        var configuration = GKVoiceChatService.Configuration()
+        configuration.stunServers = try self.stun.map { value in
+            let (host, port) = try Self.hostPort(value)
+            return RealTimeConnection.STUNServer(host: host, port: port)
+        }
+        if let turn = self.turn {
+            guard let at = turn.lastIndex(of: "@"), let colon = turn[..<at].firstIndex(of: ":") else {
+                throw ValidationError("--turn wants USER:PASSWORD@HOST[:PORT]")
+            }
+            let (host, port) = try Self.hostPort(String(turn[turn.index(after: at)...]))
+            configuration.turnServers = [RealTimeConnection.TURNServer(
+                host: host, port: port, username: String(turn[..<colon]), password: String(turn[turn.index(after: colon)..<at]))]
+        }
+        configuration.relayOnly = self.relayOnly
+        configuration.pathTimeout = self.pathTimeout
+        switch (self.input, self.output) {
+        case (let input?, let output?): configuration.audio = .files(input: input, output: output)
+        case (nil, nil): configuration.audio = .pulseAudio(source: self.source, sink: self.sink)
+        default: throw ValidationError("--input and --output go together")
+        }
+        return configuration
+    }
+
+    static func hostPort(_ value: String) throws -> (String, Int) {
+        let parts = value.split(separator: ":")
+        guard parts.count <= 2, let host = parts.first.map(String.init), !host.isEmpty else {
+            throw ValidationError("\(value) is not HOST[:PORT]")
+        }
+        guard parts.count == 2 else { return (host, 3478) }
+        guard let port = Int(parts[1]), (1...65535).contains(port) else { throw ValidationError("\(value): bad port") }
+        return (host, port)
+    }
+}
