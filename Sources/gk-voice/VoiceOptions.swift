@@ -27,7 +27,7 @@ struct VoiceOptions: ParsableArguments {
     var sink: String?
 
     @Option(help: "Seconds the connectivity checks may take before the app channel is tried.")
-    var pathTimeout: Double = 3
+    var pathTimeout: Double = 2.5
 
     /// The service configuration these options describe.
     func configuration() throws -> GKVoiceChatService.Configuration {

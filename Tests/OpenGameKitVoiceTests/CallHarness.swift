@@ -17,6 +17,8 @@ struct CallHarness {
     /// Every message each side sent.
     var sent: [[SignalMessage]] = [[], []]
     var connects: [[VoiceCallMachine.Action]] = [[], []]
+    /// Candidates each side was told to add to its running checks.
+    var trickled: [[ICECandidate]] = [[], []]
     var tearDowns = [0, 0]
     var clientPathTried = [0, 0]
     /// Invitations are answered by the test (else accepted at once, as without a handler).
@@ -46,6 +48,8 @@ struct CallHarness {
                 if !self.manualAnswers { self.apply(try! self.machines[side].accept(callID, now: self.now), side: side) }
             case .connect:
                 self.connects[side].append(action)
+            case .addRemoteCandidates(let candidates):
+                self.trickled[side] += candidates
             case .tryClientPath:
                 self.clientPathTried[side] += 1
             case .startMedia:

@@ -259,6 +259,33 @@ struct CallMachineTests {
         #expect(h.events[0] == ["didStart bob"] && h.events[1] == ["didStart alice"])
     }
 
+    @Test("Trickle: candidates learnt later reach the other side's checks, or its first message")
+    func trickle() throws {
+        var h = CallHarness()
+        h.manualAnswers = true
+        try h.start(0, callID: 7)
+        h.flush()
+        let srflxA = ICECandidate(kind: .serverReflexive, address: TraversalAddress("203.0.113.1", port: 9)!)
+        let relayB = ICECandidate(kind: .relayed, address: TraversalAddress("203.0.113.2", port: 10)!)
+        // Alice's invite is out: her new candidate is trickled; bob keeps it for his checks.
+        h.apply(h.machines[0].moreCandidates([srflxA]), side: 0)
+        // Bob has not accepted yet: his new candidate goes into his accept.
+        h.apply(h.machines[1].moreCandidates([relayB]), side: 1)
+        h.flush()
+        #expect(h.sent[0].map(\.kind) == [.invite, .candidates] && h.sent[1].isEmpty)
+        h.apply(try h.machines[1].accept(7, now: h.now), side: 1)
+        h.flush()
+        guard case .connect(_, _, let aliceSees, true)? = h.connects[0].first,
+            case .connect(_, _, let bobSees, false)? = h.connects[1].first
+        else { Issue.record("connects \(h.connects)"); return }
+        #expect(aliceSees.contains(relayB) && bobSees.contains(srflxA))
+        // Once connecting, a trickled candidate goes straight to the running checks.
+        let late = ICECandidate(kind: .serverReflexive, address: TraversalAddress("203.0.113.3", port: 11)!)
+        h.apply(h.machines[1].moreCandidates([late]), side: 1)
+        h.flush()
+        #expect(h.trickled[0] == [late])
+    }
+
     @Test("Messages: round trips, at most 512 bytes with many candidates, junk refused")
     func codec() throws {
         let many = (0..<40).map { ICECandidate(kind: .relayed, address: TraversalAddress("2001:db8::\($0 + 1)", port: 1000)!, priority: UInt32($0)) }
@@ -267,7 +294,10 @@ struct CallMachineTests {
         #expect(bytes.count <= SignalMessage.maximumSize)
         let decoded = try SignalMessage.decode(bytes)
         #expect(decoded.candidates.count == SignalMessage.maximumCandidates && decoded.candidates.first?.priority == 39)
-        for kind in SignalMessage.Kind.allCases where kind != .invite && kind != .accept {
+        let trickle = SignalMessage.candidates(77, many)
+        #expect(try SignalMessage.decode(trickle.encoded()).candidates.count == SignalMessage.maximumCandidates)
+        #expect(trickle.encoded().count <= SignalMessage.maximumSize)
+        for kind in SignalMessage.Kind.allCases where kind != .invite && kind != .accept && kind != .candidates {
             #expect(try SignalMessage.decode(SignalMessage.bare(kind, 5).encoded()) == .bare(kind, 5))
         }
         #expect(throws: SignalDecodingError.notSignalling) { try SignalMessage.decode([0x47]) }

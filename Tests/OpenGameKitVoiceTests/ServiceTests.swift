@@ -177,6 +177,7 @@ struct ServiceTests {
             $0.audio = .files(input: "/nonexistent/input.wav", output: "/nonexistent/output.wav")
         })
         defer { withExtendedLifetime(bob) {} }
+        bob.configuration.audio = .silent
         try alice.startVoiceChat(withParticipantID: "bob")
         #expect(aliceClient.wait(for: "didNotStart") == "didNotStart bob 32005")
         #expect(bobClient.wait(for: "did") != nil)

@@ -92,6 +92,8 @@ extension GKVoiceChatService {
                 }
             case .connect(let callID, let remoteKey, let remoteCandidates, let initiator):
                 self.connect(callID: callID, remoteKey: remoteKey, remoteCandidates: remoteCandidates, initiator: initiator, generation: generation)
+            case .addRemoteCandidates(let candidates):
+                self.lock.withLock { self.state.connection }?.addRemoteCandidates(candidates)
             case .tryClientPath:
                 self.tryClientPath(generation: generation)
             case .startMedia:
@@ -133,6 +135,9 @@ extension GKVoiceChatService {
                 guard current else { return connection.close() }
                 self.perform(ifCurrent: generation) { machine, now in
                     machine.gathered(candidates: candidates, keyShare: exchange.publicKeyBytes, now: now)
+                }
+                connection.onNewCandidates { [weak self] more in
+                    self?.perform(ifCurrent: generation) { machine, _ in machine.moreCandidates(more) }
                 }
             case .failure:
                 opening.whenSuccess { $0.close() }

@@ -11,7 +11,7 @@ struct VoiceCallMachine: Sendable {
         var invitationTimeout: TimeAmount = .seconds(30)
         /// Connectivity checks that have found no path this long give way to the client's
         /// real-time channel, or fail with 32002.
-        var pathTimeout: TimeAmount = .seconds(3)
+        var pathTimeout: TimeAmount = .milliseconds(2500)
         /// A started call with no media this long ends with 32001.
         var mediaTimeout: TimeAmount = .seconds(10)
     }
@@ -43,6 +43,14 @@ struct VoiceCallMachine: Sendable {
         var remoteCandidates: [ICECandidate] = []
         /// The client heard `didStart` (media connected and the audio running).
         var started = false
+        /// Whether this side's invite or accept went out (later candidates are trickled).
+        var announced: Bool {
+            switch self.phase {
+            case .preparing, .invited, .answering: return false
+            case .inviting: return true
+            case .connecting, .fallingBack, .connected: return true
+            }
+        }
     }
 
     enum Action: Equatable, Sendable {
@@ -54,6 +62,8 @@ struct VoiceCallMachine: Sendable {
         case askClient(participant: String, callID: UInt32)
         /// Start connectivity checks with the other side's key share and candidates.
         case connect(callID: UInt32, remoteKey: [UInt8], remoteCandidates: [ICECandidate], initiator: Bool)
+        /// The other side trickled more candidates: add them to the running checks.
+        case addRemoteCandidates([ICECandidate])
         /// Offer the client's real-time channel; answer with ``clientPath(available:now:)``.
         case tryClientPath
         /// Media flows: start the audio, then call ``mediaStarted()``.
@@ -155,6 +165,21 @@ struct VoiceCallMachine: Sendable {
         self.call = call
         self.actions.append(.send(.accept(call.callID, keyShare: gathered.keyShare, candidates: gathered.candidates), to: call.participant))
         self.actions.append(.connect(callID: call.callID, remoteKey: call.remoteKey, remoteCandidates: call.remoteCandidates, initiator: false))
+    }
+
+    /// The media connection learnt more local candidates: trickled to the other side once this
+    /// side's invite or accept is out, else kept for it.
+    mutating func moreCandidates(_ candidates: [ICECandidate]) -> [Action] {
+        guard let call = self.call, !candidates.isEmpty else { return [] }
+        guard call.announced else {
+            self.gathered?.candidates += candidates
+            return []
+        }
+        for start in stride(from: 0, to: candidates.count, by: SignalMessage.maximumCandidates) {
+            let chunk = Array(candidates[start..<min(candidates.count, start + SignalMessage.maximumCandidates)])
+            self.actions.append(.send(.candidates(call.callID, chunk), to: call.participant))
+        }
+        return self.take()
     }
 
     /// Connectivity checks chose a path.
@@ -310,6 +335,11 @@ struct VoiceCallMachine: Sendable {
             call.deadline = now + self.timing.pathTimeout
             self.call = call
             self.actions.append(.connect(callID: call.callID, remoteKey: message.keyShare, remoteCandidates: message.candidates, initiator: true))
+        case (.candidates, .invited), (.candidates, .answering):
+            call.remoteCandidates += message.candidates
+            self.call = call
+        case (.candidates, .connecting), (.candidates, .fallingBack), (.candidates, .connected):
+            self.actions.append(.addRemoteCandidates(message.candidates))
         case (.deny, .inviting): self.fail(.remoteParticipantDeclinedInviteError)
         case (.busy, .inviting): self.fail(.remoteParticipantBusyError)
         case (.unsupportedVersion, .inviting): self.fail(.unsupportedRemoteVersionError)

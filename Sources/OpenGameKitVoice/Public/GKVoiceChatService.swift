@@ -40,7 +40,7 @@ public final class GKVoiceChatService: @unchecked Sendable {
         public var invitationTimeout: TimeInterval = 30
         /// Seconds connectivity checks may take before the client's real-time channel is tried
         /// (or the chat fails with 32002).
-        public var pathTimeout: TimeInterval = 3
+        public var pathTimeout: TimeInterval = 2.5
         /// Seconds a running chat may go without media before it ends with 32001.
         public var mediaTimeout: TimeInterval = 10
 

@@ -20,6 +20,8 @@ struct SignalMessage: Equatable, Sendable {
         case unsupportedVersion = 7
         /// No media path could be set up, or media stopped arriving.
         case noPath = 8
+        /// More of the sender's candidates, learnt after its invite or accept (trickle).
+        case candidates = 9
     }
 
     var kind: Kind
@@ -38,12 +40,16 @@ struct SignalMessage: Equatable, Sendable {
 
     static func bare(_ kind: Kind, _ callID: UInt32) -> SignalMessage { SignalMessage(kind: kind, callID: callID) }
 
+    static func candidates(_ callID: UInt32, _ candidates: [ICECandidate]) -> SignalMessage {
+        SignalMessage(kind: .candidates, callID: callID, candidates: candidates)
+    }
+
     func encoded() -> [UInt8] {
         var out = Self.magic + [Self.version, self.kind.rawValue]
         out.append(contentsOf: withUnsafeBytes(of: self.callID.bigEndian) { Array($0) })
         switch self.kind {
-        case .invite, .accept:
-            out.append(contentsOf: self.keyShare)
+        case .invite, .accept, .candidates:
+            if self.kind != .candidates { out.append(contentsOf: self.keyShare) }
             let chosen = self.candidates.sorted { $0.priority > $1.priority }.prefix(Self.maximumCandidates)
             out.append(UInt8(chosen.count))
             for candidate in chosen { candidate.encode(into: &out) }
@@ -67,11 +73,12 @@ struct SignalMessage: Equatable, Sendable {
         var message = SignalMessage(kind: kind, callID: callID)
         var offset = Self.headerSize
         switch kind {
-        case .invite, .accept:
-            guard bytes.count >= offset + 33 else { throw .malformed(callID: callID) }
-            message.keyShare = Array(bytes[offset..<(offset + 32)])
-            let count = Int(bytes[offset + 32])
-            offset += 33
+        case .invite, .accept, .candidates:
+            let keyLength = kind == .candidates ? 0 : 32
+            guard bytes.count >= offset + keyLength + 1 else { throw .malformed(callID: callID) }
+            message.keyShare = Array(bytes[offset..<(offset + keyLength)])
+            let count = Int(bytes[offset + keyLength])
+            offset += keyLength + 1
             guard count <= Self.maximumCandidates else { throw .malformed(callID: callID) }
             for _ in 0..<count {
                 guard let candidate = ICECandidate.decode(bytes, at: &offset) else { throw .malformed(callID: callID) }

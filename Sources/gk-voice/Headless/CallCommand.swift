@@ -54,15 +54,17 @@ struct CallCommand: ParsableCommand {
         }
         let invited = Date()
         var firstAudio: Double?
+        var statistics = service.engineStatistics
+        var path = "none"
         while Date() < end {
+            if let current = service.engineStatistics { statistics = current }
+            if let current = service.currentPath { path = current.rawValue }
             if firstAudio == nil, (service.engineStatistics?.packetsReceived ?? 0) > 0 {
                 firstAudio = Date().timeIntervalSince(invited) * 1000
                 printer.print(["event": "first_audio", "ms": firstAudio!])
             }
             Thread.sleep(forTimeInterval: 0.005)
         }
-        let statistics = service.engineStatistics
-        let path = service.currentPath?.rawValue ?? "none"
         if let peer = service.currentParticipantID { service.stopVoiceChat(withParticipantID: peer) }
         Thread.sleep(forTimeInterval: 0.5)  // the hang-up goes out; the output file is closed
         printer.print([

@@ -17,14 +17,15 @@ struct RealTimeMachine: Sendable {
     struct Settings: Sendable {
         var stunServers: [TraversalAddress] = []
         var turnServers: [(address: TraversalAddress, username: String, password: String)] = []
-        var gatheringTimeout: TimeAmount = .seconds(1)
         var ice = ICEAgent.Configuration()
         var serverTiming = STUNTransaction.Timing()
         var socketAcceptsIPv6 = false
     }
 
     enum Event: Equatable, Sendable {
-        case gathered([ICECandidate])
+        /// Local candidates not reported before: the host ones at once, server-reflexive and
+        /// relayed ones as the servers answer (to be trickled to the other side).
+        case candidates([ICECandidate])
         case connected(RealTimePath, remote: TraversalAddress)
         case failed
         case consentLost
@@ -40,7 +41,8 @@ struct RealTimeMachine: Sendable {
     private let hostCandidates: [ICECandidate]
     private var binding: [STUNBindingClient]
     private var turn: TURNClient?
-    private var gatheringDeadline: NIODeadline?
+    private var announced: [ICECandidate] = []
+    private var announcedOnce = false
     private var agent: ICEAgent?
     private var cipher: MediaCipher?
     private var remoteCandidates: [ICECandidate] = []
@@ -52,8 +54,8 @@ struct RealTimeMachine: Sendable {
     /// Datagrams that were none of STUN, TURN or media, or did not decode.
     private(set) var unknownDatagrams = 0
 
-    /// Starts gathering: host candidates are known at once, reflexive and relayed ones when the
-    /// servers answer or ``Settings/gatheringTimeout`` passes.
+    /// Starts gathering: host candidates are reported at once, reflexive and relayed ones as the
+    /// servers answer.
     init(settings: Settings, hostAddresses: [TraversalAddress], now: NIODeadline) {
         self.settings = settings
         self.hostCandidates = hostAddresses.enumerated().map { index, address in
@@ -63,22 +65,17 @@ struct RealTimeMachine: Sendable {
         if let server = settings.turnServers.first {
             self.turn = TURNClient(server: server.address, username: server.username, password: server.password, timing: settings.serverTiming, now: now)
         }
-        self.gatheringDeadline = now + settings.gatheringTimeout
-        self.finishGatheringIfDone(now: now)
+        self.announceCandidates()
     }
 
     // MARK: - Gathering
 
-    private var gatheringDone: Bool {
-        let bindingDone = self.binding.allSatisfy { $0.state != .querying }
-        let turnDone = self.turn.map { $0.state != .allocating } ?? true
-        return bindingDone && turnDone
-    }
-
-    private mutating func finishGatheringIfDone(now: NIODeadline) {
-        guard let deadline = self.gatheringDeadline, self.gatheringDone || now >= deadline else { return }
-        self.gatheringDeadline = nil
-        self.events.append(.gathered(self.localCandidates))
+    private mutating func announceCandidates() {
+        let fresh = self.localCandidates.filter { candidate in !self.announced.contains { $0.address == candidate.address } }
+        guard !fresh.isEmpty || !self.announcedOnce else { return }
+        self.announcedOnce = true
+        self.announced += fresh
+        self.events.append(.candidates(fresh))
     }
 
     /// Everything learnt so far: host, server-reflexive (deduplicated) and relayed candidates.
@@ -99,6 +96,19 @@ struct RealTimeMachine: Sendable {
     }
 
     // MARK: - Connecting
+
+    /// More candidates of the other side (trickled after its first message).
+    mutating func addRemote(_ candidates: [ICECandidate], now: NIODeadline) {
+        let fresh = candidates.filter { candidate in !self.remoteCandidates.contains { $0.address == candidate.address } }
+        guard !fresh.isEmpty, self.agent != nil else { return }
+        self.remoteCandidates += fresh
+        self.agent!.addRemote(fresh)
+        if self.relayAdded, var turn = self.turn, let relayed = turn.relayedAddress {
+            turn.permit(fresh.map(\.address), now: now)
+            self.turn = turn
+            self.agent!.addRelay(relayed, remoteCandidates: fresh)
+        }
+    }
 
     /// Starts connectivity checks against the other side's candidates.
     mutating func connect(keys: RealTimeKeys, remote: [ICECandidate], now: NIODeadline) {
@@ -183,7 +193,7 @@ struct RealTimeMachine: Sendable {
                 self.receiveRelayed(inner, from: peer, now: now)
                 return
             case .handled:
-                self.finishGatheringIfDone(now: now)
+                self.announceCandidates()
                 self.addRelayIfReady(now: now)
                 return
             case .ignored:
@@ -191,7 +201,7 @@ struct RealTimeMachine: Sendable {
             }
         }
         if let index = self.binding.firstIndex(where: { $0.server == source }), self.binding[index].receive(decoded.message) {
-            self.finishGatheringIfDone(now: now)
+            self.announceCandidates()
             return
         }
         if self.agent?.receive(decoded, from: source, base: .socket, now: now) != true {
@@ -221,7 +231,6 @@ struct RealTimeMachine: Sendable {
             self.turn = turn
             self.addRelayIfReady(now: now)
         }
-        self.finishGatheringIfDone(now: now)
         if var agent = self.agent {
             for output in agent.poll(now: now) {
                 if let datagram = self.route(output) { self.outbox.append(datagram) }
@@ -238,10 +247,10 @@ struct RealTimeMachine: Sendable {
                 case .consentLost: self.events.append(.consentLost)
                 }
             }
-            // Every pair failed and no relay can still add more: no path (prflx candidates
-            // could still appear, but only from a side whose checks would have reached us).
+            // Every pair failed and no relay of ours can still add more: no path. (The other
+            // side may still trickle a candidate; the caller's path timeout covers that.)
             let relayPending = self.turn.map { $0.state == .allocating } ?? false
-            if agent.state == .checking, !self.failureReported, !relayPending, agent.allPairsFailed || agent.pairs.isEmpty {
+            if agent.state == .checking, !self.failureReported, !relayPending, agent.allPairsFailed {
                 self.failureReported = true
                 self.events.append(.failed)
             }
@@ -256,7 +265,6 @@ struct RealTimeMachine: Sendable {
     var nextDeadline: NIODeadline? {
         var deadlines: [NIODeadline] = self.binding.compactMap(\.nextDeadline)
         if let deadline = self.turn?.nextDeadline { deadlines.append(deadline) }
-        if let deadline = self.gatheringDeadline { deadlines.append(deadline) }
         if let deadline = self.agent?.nextDeadline { deadlines.append(deadline) }
         return deadlines.min()
     }

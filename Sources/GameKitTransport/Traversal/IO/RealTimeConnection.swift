@@ -59,8 +59,6 @@ public final class RealTimeConnection: @unchecked Sendable {
         public var port = 0
         /// Use only the TURN relay (never a direct pair).
         public var relayOnly = false
-        /// How long gathering waits for STUN and TURN servers.
-        public var gatheringTimeout: TimeAmount = .seconds(1)
         /// How long consent may go unanswered before the connection counts as lost (RFC 7675:
         /// 30 s).
         public var consentTimeout: TimeAmount = .seconds(30)
@@ -93,6 +91,8 @@ public final class RealTimeConnection: @unchecked Sendable {
     private var handler: (@Sendable (Event) -> Void)?
     private var gathered: EventLoopPromise<[ICECandidate]>?
     private var candidates: [ICECandidate]?
+    private var laterCandidates: [ICECandidate] = []
+    private var candidateHandler: (@Sendable ([ICECandidate]) -> Void)?
     private var timer: Scheduled<Void>?
     private var clientSend: (@Sendable ([UInt8]) -> Void)?
     private var closed = false
@@ -120,7 +120,6 @@ public final class RealTimeConnection: @unchecked Sendable {
     ) -> EventLoopFuture<RealTimeConnection> {
         let loop = group.next()
         var settings = RealTimeMachine.Settings()
-        settings.gatheringTimeout = configuration.gatheringTimeout
         settings.ice.relayOnly = configuration.relayOnly
         settings.ice.consentTimeout = configuration.consentTimeout
         do {
@@ -183,8 +182,8 @@ public final class RealTimeConnection: @unchecked Sendable {
 
     // MARK: - API
 
-    /// This side's candidates, once gathering has finished (at most
-    /// ``Configuration/gatheringTimeout``).
+    /// This side's first candidates (its host addresses, at once); server-reflexive and relayed
+    /// ones follow through ``onNewCandidates(_:)`` as the servers answer.
     public func gatherCandidates() async throws -> [ICECandidate] {
         try await self.candidatesFuture().get()
     }
@@ -196,6 +195,27 @@ public final class RealTimeConnection: @unchecked Sendable {
             let promise = self.gathered ?? self.eventLoop.makePromise()
             self.gathered = promise
             return promise.futureResult
+        }
+    }
+
+    /// Hears every candidate learnt after the first ones (those learnt already come at once), to
+    /// be sent to the other side ("trickled").
+    public func onNewCandidates(_ handler: @escaping @Sendable ([ICECandidate]) -> Void) {
+        self.eventLoop.execute {
+            self.candidateHandler = handler
+            if !self.laterCandidates.isEmpty {
+                handler(self.laterCandidates)
+                self.laterCandidates = []
+            }
+        }
+    }
+
+    /// Candidates the other side trickled after its first message.
+    public func addRemoteCandidates(_ candidates: [ICECandidate]) {
+        self.eventLoop.execute {
+            guard !self.closed else { return }
+            self.machine.addRemote(candidates, now: .now())
+            self.run()
         }
     }
 
@@ -280,11 +300,17 @@ public final class RealTimeConnection: @unchecked Sendable {
         for datagram in datagrams { self.write(datagram) }
         for event in events {
             switch event {
-            case .gathered(let candidates):
+            case .candidates(let candidates):
                 self.logger.debug("gathered", metadata: ["candidates": "\(candidates)"])
-                self.candidates = candidates
-                self.gathered?.succeed(candidates)
-                self.gathered = nil
+                if self.candidates == nil {
+                    self.candidates = candidates
+                    self.gathered?.succeed(candidates)
+                    self.gathered = nil
+                } else if let handler = self.candidateHandler {
+                    handler(candidates)
+                } else {
+                    self.laterCandidates += candidates
+                }
             case .connected(let path, let remote):
                 self.logger.debug("connected", metadata: ["path": "\(path)", "remote": "\(remote)"])
                 self.handler?(.connected(path, remote: remote))
