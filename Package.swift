@@ -109,6 +109,7 @@ let package = Package(
         .executableTarget(
             name: "gk-bench",
             dependencies: [
+                "OpenGameKitVoice",
                 "GameKitTransport",
                 "GameKitVoiceEngine",
                 "OpenGameKit",

@@ -2,24 +2,19 @@ import Foundation
 import GameKitVoiceEngine
 
 /// Mouth-to-ear latency through a real PulseAudio: a private headless server holds a stereo null
-/// sink, the "room". Chirps are played into its left channel, which is engine A's microphone;
-/// A's packets go straight to engine B, which plays into the room's right channel. One recording
-/// of the room's monitor holds both channels on one clock, so the delay of each chirp from left
-/// to right is mouth to ear: A's capture buffer, both engines, B's jitter buffer and B's
-/// playback buffer.
+/// sink, the "room". Chirps are played into its left channel, the source `ogk_mic` (A's
+/// microphone); B plays into the room's right channel, the sink `ogk_right`. One recording of the
+/// room's monitor holds both channels on one clock, so the delay of each chirp from left to right
+/// is mouth to ear: A's capture buffer, everything between A and B, B's jitter buffer and B's
+/// playback buffer. What lies between is the caller's `pipeline`.
 enum MouthToEar {
-    static func measure(chirps: Int, workspace: String) throws -> [String: Any] {
-        let rate = VoiceFormat.sampleRate
-        let server = try PrivatePulseAudioServer(
-            nullSinks: ["ogk_discard", "ogk_silence"],
-            extraModules: [
-                "module-null-sink sink_name=ogk_room rate=\(rate) channels=2 channel_map=front-left,front-right",
-                "module-remap-sink sink_name=ogk_left master=ogk_room channels=1 master_channel_map=front-left channel_map=mono remix=no",
-                "module-remap-sink sink_name=ogk_right master=ogk_room channels=1 master_channel_map=front-right channel_map=mono remix=no",
-                "module-remap-source source_name=ogk_mic master=ogk_room.monitor channels=1 master_channel_map=front-left channel_map=mono remix=no",
-            ])
-        defer { server.stop() }
-        let address = server.address
+    /// Starts a pipeline from the source `ogk_mic` to the sink `ogk_right` on the PulseAudio server
+    /// at the given address (`ogk_discard` and `ogk_silence.monitor` are there for the other
+    /// directions) and returns what stops it.
+    typealias Pipeline = @Sendable (_ server: String) throws -> () -> Void
+
+    /// Two voice engines wired back to back in this process.
+    static let engines: Pipeline = { address in
         final class Peer: @unchecked Sendable { var engine: VoiceEngine? }
         let peerB = Peer()
         let configuration = VoiceEngine.Configuration()
@@ -34,16 +29,31 @@ enum MouthToEar {
             try PulseAudioDevice(.capture, device: "ogk_silence.monitor", server: address),
             try PulseAudioDevice(.playback, device: "ogk_right", server: address),
         ]
-        defer { devices.forEach { $0.close() } }
         let loops = [
             AudioLoop(engine: a, capture: devices[0], playback: devices[1]),
             AudioLoop(engine: b, capture: devices[2], playback: devices[3]),
         ]
         loops.forEach { $0.start() }
-        defer {
+        return {
             loops.forEach { $0.stop() }
             loops.forEach { $0.wait() }
+            devices.forEach { $0.close() }
         }
+    }
+
+    static func measure(chirps: Int, workspace: String, impl: String = "opengamekit", pipeline: Pipeline = engines) throws -> [String: Any] {
+        let rate = VoiceFormat.sampleRate
+        let server = try PrivatePulseAudioServer(
+            nullSinks: ["ogk_discard", "ogk_silence"],
+            extraModules: [
+                "module-null-sink sink_name=ogk_room rate=\(rate) channels=2 channel_map=front-left,front-right",
+                "module-remap-sink sink_name=ogk_left master=ogk_room channels=1 master_channel_map=front-left channel_map=mono remix=no",
+                "module-remap-sink sink_name=ogk_right master=ogk_room channels=1 master_channel_map=front-right channel_map=mono remix=no",
+                "module-remap-source source_name=ogk_mic master=ogk_room.monitor channels=1 master_channel_map=front-left channel_map=mono remix=no",
+            ])
+        defer { server.stop() }
+        let stop = try pipeline(server.address)
+        defer { stop() }
         Thread.sleep(forTimeInterval: 1)
 
         // One 100 ms chirp (300 → 3000 Hz, −12 dBFS) per second.
@@ -82,7 +92,7 @@ enum MouthToEar {
         let sorted = delays.sorted()
         func percentile(_ p: Double) -> Any { sorted.isEmpty ? NSNull() : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         return [
-            "work": "mouth-to-ear", "impl": "opengamekit", "chirps": chirps, "detected": delays.count,
+            "work": "mouth-to-ear", "impl": impl, "chirps": chirps, "detected": delays.count,
             "mouth_to_ear_ms_p50": percentile(0.5), "mouth_to_ear_ms_p95": percentile(0.95),
         ]
     }

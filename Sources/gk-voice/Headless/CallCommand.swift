@@ -5,7 +5,8 @@ import OpenGameKitVoice
 
 /// `gk-voice call`: a voice chat without a screen, over a rendezvous server (for tests and the
 /// benchmark across NATs). Prints one JSON object per line: chat events, `first_audio` (ms from
-/// the invitation to the first media packet), and a closing `summary`.
+/// the invitation to the first media packet), and a closing `summary` (with `path_ms`, from the
+/// invitation to the moment a path was chosen and the audio ran).
 struct CallCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "call", abstract: "A voice chat through a rendezvous server, no screen (JSON lines out).")
@@ -56,9 +57,13 @@ struct CallCommand: ParsableCommand {
         var firstAudio: Double?
         var statistics = service.engineStatistics
         var path = "none"
+        var pathMilliseconds: Double?
         while Date() < end {
             if let current = service.engineStatistics { statistics = current }
-            if let current = service.currentPath { path = current.rawValue }
+            if let current = service.currentPath {
+                path = current.rawValue
+                if pathMilliseconds == nil { pathMilliseconds = Date().timeIntervalSince(invited) * 1000 }
+            }
             if firstAudio == nil, (service.engineStatistics?.packetsReceived ?? 0) > 0 {
                 firstAudio = Date().timeIntervalSince(invited) * 1000
                 printer.print(["event": "first_audio", "ms": firstAudio!])
@@ -68,7 +73,7 @@ struct CallCommand: ParsableCommand {
         if let peer = service.currentParticipantID { service.stopVoiceChat(withParticipantID: peer) }
         Thread.sleep(forTimeInterval: 0.5)  // the hang-up goes out; the output file is closed
         printer.print([
-            "event": "summary", "name": self.name, "path": path, "first_audio_ms": firstAudio ?? -1,
+            "event": "summary", "name": self.name, "path": path, "path_ms": pathMilliseconds ?? -1, "first_audio_ms": firstAudio ?? -1,
             "packets_received": statistics?.packetsReceived ?? 0, "packets_sent": statistics?.packetsSent ?? 0,
         ])
     }
