@@ -48,7 +48,7 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
     private let picker = GKPeerPickerController()
     private var screen: VoiceScreen?
     private var peerID: String?
-    private var refresh: Timer?
+    private var refresh: DispatchSourceTimer?
     private var finished: CheckedContinuation<Void, Never>?
     private var quitting = false
 
@@ -109,9 +109,11 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         } catch {
             self.chatEvent("Voice chat did not start: \(error)")
         }
-        self.refresh = Timer.scheduledTimer(withTimeInterval: 0.1, repeats: true) { [weak self] _ in
-            MainActor.assumeIsolated { self?.update() }
-        }
+        let refresh = DispatchSource.makeTimerSource(queue: .main)
+        refresh.schedule(deadline: .now() + 0.1, repeating: 0.1)
+        refresh.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.update() } }
+        refresh.resume()
+        self.refresh = refresh
     }
 
     func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {
@@ -134,8 +136,16 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         screen.announce()
         if event == "started" {
             screen.status.status = "Connected to \(screen.status.peerName)"
-        } else {
-            screen.status.status = event
+            return
+        }
+        // The chat ended or never started: show why for a moment, then back to the picker.
+        screen.status.status = event
+        self.peerID = nil
+        DispatchQueue.main.asyncAfter(deadline: .now() + 1.5) {
+            MainActor.assumeIsolated {
+                guard self.screen === screen, !self.quitting else { return }
+                self.hangUp()
+            }
         }
     }
 
@@ -150,17 +160,22 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         screen.status = status
     }
 
-    /// Ends the chat and the connection; back to the picker.
+    /// Ends the chat, then (once the hang-up has gone out over the session) the connection; back
+    /// to the picker.
     private func hangUp() {
         if let peerID { self.service.stopVoiceChat(withParticipantID: peerID) }
         self.peerID = nil
-        self.session.disconnectFromAllPeers()
         self.closeScreen()
-        self.showPicker()
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) {
+            MainActor.assumeIsolated {
+                self.session.disconnectFromAllPeers()
+                self.showPicker()
+            }
+        }
     }
 
     private func closeScreen() {
-        self.refresh?.invalidate()
+        self.refresh?.cancel()
         self.refresh = nil
         self.screen?.close()
         self.screen = nil

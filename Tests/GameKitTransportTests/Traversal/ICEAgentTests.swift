@@ -135,6 +135,28 @@ struct ICEAgentTests {
         #expect(net.agents[1].state == .selected(base: .socket, remote: Self.a))
     }
 
+    @Test("A direct pair that needs hole punching wins over a relay that answers first")
+    func holePunchingBeatsRelay() {
+        // Both sides behind filtering NATs; B learns A's candidates 150 ms late (a late trickle),
+        // so A's direct checks are dropped by B's NAT until then, while A's relay reaches B's
+        // relay at once.
+        let relayA = TraversalAddress("203.0.113.1", port: 50000)!
+        let relayB = TraversalAddress("203.0.113.1", port: 50001)!
+        var agents = Self.pair()
+        agents[0].addRelay(relayA, remoteCandidates: [])
+        agents[0].addRemote([ICECandidate(kind: .serverReflexive, address: Self.b), ICECandidate(kind: .relayed, address: relayB)])
+        agents[1].addRelay(relayB, remoteCandidates: [])
+        var net = ICESimulation(agents: agents, ports: [
+            .init(agent: 0, base: .socket, publicAddress: Self.a, filters: true), .init(agent: 0, base: .relay, publicAddress: relayA),
+            .init(agent: 1, base: .socket, publicAddress: Self.b, filters: true), .init(agent: 1, base: .relay, publicAddress: relayB),
+        ])
+        net.run(for: .milliseconds(150))
+        net.agents[1].addRemote([ICECandidate(kind: .serverReflexive, address: Self.a), ICECandidate(kind: .relayed, address: relayA)])
+        net.run(for: .seconds(5)) { $0.bothSelected }
+        #expect(net.agents[0].state == .selected(base: .socket, remote: Self.b))
+        #expect(net.agents[1].state == .selected(base: .socket, remote: Self.a))
+    }
+
     @Test("Relay-only policy selects the relayed pair")
     func relayOnly() {
         let relayA = TraversalAddress("203.0.113.1", port: 50000)!

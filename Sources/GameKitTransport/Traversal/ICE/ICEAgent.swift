@@ -7,7 +7,8 @@ import NIOCore
 /// server-reflexive candidates) and the TURN ``Base/relay``. A pair is a base and a remote
 /// address; checks go out in pair-priority order one per ``Configuration/pacing``, triggered
 /// checks first. The controlling side nominates the best pair that succeeded, after
-/// ``Configuration/nominationDelay`` or as soon as no better pair can still succeed; both sides
+/// ``Configuration/nominationDelay`` (``Configuration/relayNominationDelay`` when that pair is
+/// relayed) or as soon as no better pair can still succeed; both sides
 /// select the pair once a check carrying USE-CANDIDATE on it has succeeded.
 struct ICEAgent: Sendable {
     enum Role: Sendable, Equatable { case controlling, controlled }
@@ -29,6 +30,9 @@ struct ICEAgent: Sendable {
         var checkTiming = STUNTransaction.Timing(initialInterval: .milliseconds(100), sends: 5)
         /// How long the controlling side waits after the first success for a better pair.
         var nominationDelay: TimeAmount = .milliseconds(60)
+        /// The same when the best pair so far is relayed: long enough for a direct pair whose
+        /// first check was dropped by a NAT (hole punching) to succeed on its retransmission.
+        var relayNominationDelay: TimeAmount = .milliseconds(500)
         /// Consent checks on the selected pair (RFC 7675: 5 s, randomized ±20 %).
         var consentInterval: TimeAmount = .seconds(5)
         /// Consent expires this long after the last answered check (RFC 7675: 30 s).
@@ -209,12 +213,19 @@ struct ICEAgent: Sendable {
     }
 
     private mutating func nominateIfReady(now: NIODeadline) {
-        guard !self.pairs.contains(where: \.nominating),
-            let best = self.pairs.firstIndex(where: { $0.state == .succeeded }), let firstSuccess
+        guard !self.pairs.contains(where: \.nominating), let best = self.pairs.firstIndex(where: { $0.state == .succeeded }),
+            let deadline = self.nominationDeadline
         else { return }
         let betterPending = self.pairs[..<best].contains { $0.state == .waiting || $0.state == .inProgress }
-        guard !betterPending || now >= firstSuccess + self.configuration.nominationDelay else { return }
+        guard !betterPending || now >= deadline else { return }
         self.startCheck(best, nominate: true, now: now)
+    }
+
+    /// When the controlling side nominates the best pair even though better ones are pending.
+    private var nominationDeadline: NIODeadline? {
+        guard let firstSuccess, let best = self.pairs.first(where: { $0.state == .succeeded }) else { return nil }
+        let relayed = best.base == .relay || best.remoteKind == .relayed
+        return firstSuccess + (relayed ? self.configuration.relayNominationDelay : self.configuration.nominationDelay)
     }
 
     private mutating func pollConsent(now: NIODeadline) {
@@ -244,8 +255,8 @@ struct ICEAgent: Sendable {
         case .checking:
             var deadlines = self.pairs.compactMap { $0.state == .inProgress ? $0.transaction?.deadline : nil }
             if self.pairs.contains(where: { $0.state == .waiting }) { deadlines.append(self.nextCheck) }
-            if self.role == .controlling, let firstSuccess, !self.pairs.contains(where: \.nominating) {
-                deadlines.append(firstSuccess + self.configuration.nominationDelay)
+            if self.role == .controlling, !self.pairs.contains(where: \.nominating), let deadline = self.nominationDeadline {
+                deadlines.append(deadline)
             }
             return deadlines.min()
         case .selected:
