@@ -5,10 +5,10 @@ import OpenGameKitVoice
 
 /// The options every gk-voice command shares: servers, devices, timing.
 struct VoiceOptions: ParsableArguments {
-    @Option(help: "A STUN server, HOST[:PORT] (repeatable).")
+    @Option(help: "A STUN server, IPV4-ADDRESS[:PORT] (repeatable).")
     var stun: [String] = []
 
-    @Option(help: "A TURN server, USER:PASSWORD@HOST[:PORT].")
+    @Option(help: "A TURN server, USER:PASSWORD@IPV4-ADDRESS[:PORT].")
     var turn: String?
 
     @Flag(help: "Send media only through the TURN relay.")

@@ -21,6 +21,7 @@ struct CallHarness {
     var trickled: [[ICECandidate]] = [[], []]
     var tearDowns = [0, 0]
     var clientPathTried = [0, 0]
+    var clientPathUsed = [0, 0]
     /// Invitations are answered by the test (else accepted at once, as without a handler).
     var manualAnswers = false
     var deliverSignalling = true
@@ -52,6 +53,8 @@ struct CallHarness {
                 self.trickled[side] += candidates
             case .tryClientPath:
                 self.clientPathTried[side] += 1
+            case .useClientPath:
+                self.clientPathUsed[side] += 1
             case .startMedia:
                 if self.audioFails[side] {
                     self.apply(self.machines[side].setUpFailed(.audioUnavailableError), side: side)

@@ -208,6 +208,28 @@ struct CallMachineTests {
         h.apply(h.machines[0].mediaArrived(viaClient: true, now: h.now), side: 0)
         #expect(h.machines[0].call?.phase == .connected(.client))
         #expect(h.events[0] == ["didStart bob"] && h.events[1] == ["invited alice", "didStart alice"])
+        #expect(h.clientPathUsed == [1, 1])
+        // A late check result no longer changes the path.
+        h.apply(h.machines[0].connected(.direct, now: h.now), side: 0)
+        #expect(h.machines[0].call?.phase == .connected(.client))
+    }
+
+    @Test("A side on a UDP path follows the other onto the client's channel; an unanswered probe ends the call")
+    func followAndProbeTimeout() throws {
+        var h = CallHarness()
+        try h.establish()
+        h.apply(h.machines[1].mediaArrived(viaClient: true, now: h.now), side: 1)
+        #expect(h.machines[1].call?.phase == .connected(.client) && h.clientPathUsed == [0, 1])
+        #expect(h.events[1] == ["invited alice", "didStart alice"])
+
+        var g = CallHarness()
+        try g.start(0, callID: 7)
+        g.flush()
+        g.advance(.milliseconds(2500))
+        #expect(g.clientPathTried == [1, 1])
+        g.advance(.seconds(2))
+        g.flush()
+        #expect(g.events[0] == ["didNotStart bob 32002"])
     }
 
     @Test("Media stopping ends a running chat with 32001 on both sides; media keeps it alive")
@@ -284,6 +306,21 @@ struct CallMachineTests {
         h.apply(h.machines[1].moreCandidates([late]), side: 1)
         h.flush()
         #expect(h.trickled[0] == [late])
+    }
+
+    @Test("A glare loser answers with every candidate it has, the trickled ones and past 16 too")
+    func glareLoserKeepsCandidates() throws {
+        var h = CallHarness()
+        h.deliverSignalling = false
+        try h.start(0, callID: 3)   // alice loses to bob's 9
+        try h.start(1, callID: 9)
+        let late = (0..<20).map { ICECandidate(kind: .serverReflexive, address: TraversalAddress("198.51.100.\($0 + 1)", port: 7)!) }
+        h.apply(h.machines[0].moreCandidates(late), side: 0)
+        h.inject(h.sent[1][0].encoded(), into: 0)
+        let answer = h.sent[0].filter { $0.callID == 9 }
+        #expect(answer.first?.kind == .accept && answer.first?.candidates.count == SignalMessage.maximumCandidates)
+        let carried = answer.flatMap(\.candidates).map(\.address)
+        #expect(late.allSatisfy { carried.contains($0.address) } && answer.dropFirst().allSatisfy { $0.kind == .candidates })
     }
 
     @Test("Messages: round trips, at most 512 bytes with many candidates, junk refused")

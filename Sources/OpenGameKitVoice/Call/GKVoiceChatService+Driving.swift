@@ -96,6 +96,8 @@ extension GKVoiceChatService {
                 self.lock.withLock { self.state.connection }?.addRemoteCandidates(candidates)
             case .tryClientPath:
                 self.tryClientPath(generation: generation)
+            case .useClientPath:
+                self.useClientPath(generation: generation)
             case .startMedia:
                 // Opening audio devices blocks (a PulseAudio connection): not on an event loop.
                 DispatchQueue.global().async {
@@ -176,24 +178,32 @@ extension GKVoiceChatService {
         }
     }
 
-    /// Asks the client (with an empty packet) whether it has a real-time channel; if so, media
-    /// goes through it from now on, starting with an empty sealed probe that tells the other
-    /// side to follow.
+    /// Asks the client, with empty data, whether it has a real-time channel (a client without
+    /// one runs the protocol's default `sendRealTime`, which says so).
     private func tryClientPath(generation: Int) {
         guard let participant = self.currentParticipantID else { return }
         self.lock.withLock { self.state.clientLacksRealTime = false }
         self.withClient { client in
             client.voiceChatService(self, sendRealTime: Data(), toParticipantID: participant)
-            let (available, connection) = self.lock.withLock { (!self.state.clientLacksRealTime, self.state.connection) }
-            if available, let connection {
-                connection.useClientPath { [weak self] sealed in
-                    guard let service = self else { return }
-                    service.withClient { client in client.voiceChatService(service, sendRealTime: Data(sealed), toParticipantID: participant) }
-                }
-                connection.send([])
-            }
-            self.perform(ifCurrent: generation) { machine, now in machine.clientPath(available: available && connection != nil, now: now) }
+            let available = self.lock.withLock { !self.state.clientLacksRealTime }
+            self.perform(ifCurrent: generation) { machine, now in machine.clientPath(available: available, now: now) }
         }
+    }
+
+    /// Media goes through the client from now on, starting with an empty sealed probe that tells
+    /// the other side to follow.
+    private func useClientPath(generation: Int) {
+        guard let (connection, participant) = self.lock.withLock({ () -> (RealTimeConnection, String)? in
+            guard self.state.generation == generation, let connection = self.state.connection,
+                let participant = self.state.machine.call?.participant
+            else { return nil }
+            return (connection, participant)
+        }) else { return }
+        connection.useClientPath { [weak self] sealed in
+            guard let service = self else { return }
+            service.withClient { client in client.voiceChatService(service, sendRealTime: Data(sealed), toParticipantID: participant) }
+        }
+        connection.send([])
     }
 
     // MARK: - Audio

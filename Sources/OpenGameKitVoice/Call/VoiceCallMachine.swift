@@ -64,8 +64,11 @@ struct VoiceCallMachine: Sendable {
         case connect(callID: UInt32, remoteKey: [UInt8], remoteCandidates: [ICECandidate], initiator: Bool)
         /// The other side trickled more candidates: add them to the running checks.
         case addRemoteCandidates([ICECandidate])
-        /// Offer the client's real-time channel; answer with ``clientPath(available:now:)``.
+        /// Ask whether the client has a real-time channel; answer with
+        /// ``clientPath(available:now:)``.
         case tryClientPath
+        /// Media goes through the client's real-time channel from now on.
+        case useClientPath
         /// Media flows: start the audio, then call ``mediaStarted()``.
         case startMedia(RealTimePath)
         case didStart(String)
@@ -76,6 +79,8 @@ struct VoiceCallMachine: Sendable {
     }
 
     let timing: Timing
+    /// How long the client's real-time channel may take to answer the probe.
+    static let fallbackAnswerTimeout = TimeAmount.seconds(2)
     private(set) var call: Call?
     private var gathered: (candidates: [ICECandidate], keyShare: [UInt8])?
     /// Blobs that were not signalling, or were stale or out of place.
@@ -151,7 +156,7 @@ struct VoiceCallMachine: Sendable {
             call.phase = .inviting
             call.deadline = now + self.timing.invitationTimeout
             self.call = call
-            self.actions.append(.send(.invite(call.callID, keyShare: keyShare, candidates: candidates), to: call.participant))
+            self.sendFirst(.invite, call, keyShare: keyShare, candidates: candidates)
         } else {
             self.answerIfReady(now: now)
         }
@@ -163,7 +168,7 @@ struct VoiceCallMachine: Sendable {
         call.phase = .connecting
         call.deadline = now + self.timing.pathTimeout
         self.call = call
-        self.actions.append(.send(.accept(call.callID, keyShare: gathered.keyShare, candidates: gathered.candidates), to: call.participant))
+        self.sendFirst(.accept, call, keyShare: gathered.keyShare, candidates: gathered.candidates)
         self.actions.append(.connect(callID: call.callID, remoteKey: call.remoteKey, remoteCandidates: call.remoteCandidates, initiator: false))
     }
 
@@ -171,23 +176,41 @@ struct VoiceCallMachine: Sendable {
     /// side's invite or accept is out, else kept for it.
     mutating func moreCandidates(_ candidates: [ICECandidate]) -> [Action] {
         guard let call = self.call, !candidates.isEmpty else { return [] }
-        guard call.announced else {
-            self.gathered?.candidates += candidates
-            return []
-        }
+        // Kept in any case: a glare loser answers the winner's invite with everything it has.
+        self.gathered?.candidates += candidates
+        if call.announced { self.trickle(candidates, call) }
+        return self.take()
+    }
+
+    /// Candidates messages for `candidates`, 16 at a time.
+    private mutating func trickle(_ candidates: [ICECandidate], _ call: Call) {
         for start in stride(from: 0, to: candidates.count, by: SignalMessage.maximumCandidates) {
             let chunk = Array(candidates[start..<min(candidates.count, start + SignalMessage.maximumCandidates)])
             self.actions.append(.send(.candidates(call.callID, chunk), to: call.participant))
         }
-        return self.take()
     }
 
-    /// Connectivity checks chose a path.
+    /// An invite or accept carries the best 16 candidates; the rest follow in candidates messages.
+    private mutating func sendFirst(_ kind: SignalMessage.Kind, _ call: Call, keyShare: [UInt8], candidates: [ICECandidate]) {
+        let sorted = candidates.sorted { $0.priority > $1.priority }
+        let first = Array(sorted.prefix(SignalMessage.maximumCandidates))
+        let message = kind == .invite
+            ? SignalMessage.invite(call.callID, keyShare: keyShare, candidates: first)
+            : SignalMessage.accept(call.callID, keyShare: keyShare, candidates: first)
+        self.actions.append(.send(message, to: call.participant))
+        self.trickle(Array(sorted.dropFirst(SignalMessage.maximumCandidates)), call)
+    }
+
+    /// A path was chosen: by the checks (direct or relayed, only while connecting), or the
+    /// client's channel (while connecting or falling back).
     mutating func connected(_ path: RealTimePath, now: NIODeadline) -> [Action] {
-        guard var call = self.call, call.phase == .connecting || call.phase == .fallingBack else { return [] }
+        guard var call = self.call,
+            call.phase == .connecting || (path == .client && call.phase == .fallingBack)
+        else { return [] }
         call.phase = .connected(path)
         call.deadline = now + self.timing.mediaTimeout
         self.call = call
+        if path == .client { self.actions.append(.useClientPath) }
         self.actions.append(.startMedia(path))
         return self.take()
     }
@@ -205,7 +228,9 @@ struct VoiceCallMachine: Sendable {
     mutating func pathFailed(now: NIODeadline) -> [Action] {
         guard var call = self.call, call.phase == .connecting else { return [] }
         call.phase = .fallingBack
-        call.deadline = nil
+        // The client's answer comes through the delegate queue; should it never come (no client
+        // any more, a blocked queue), the call ends as if there were no channel.
+        call.deadline = now + Self.fallbackAnswerTimeout
         self.call = call
         self.actions.append(.tryClientPath)
         return self.take()
@@ -227,10 +252,15 @@ struct VoiceCallMachine: Sendable {
         if viaClient, call.phase == .connecting || call.phase == .fallingBack {
             return self.connected(.client, now: now)
         }
-        guard case .connected = call.phase else { return [] }
+        guard case .connected(let path) = call.phase else { return [] }
+        if viaClient, path != .client {
+            // The other side gave up on UDP (it stopped answering checks): follow it.
+            call.phase = .connected(.client)
+            self.actions.append(.useClientPath)
+        }
         call.deadline = now + self.timing.mediaTimeout
         self.call = call
-        return []
+        return self.take()
     }
 
     /// This side could not set the chat up (no socket, an invalid key share, no audio device):
@@ -277,7 +307,9 @@ struct VoiceCallMachine: Sendable {
             return self.pathFailed(now: now)
         case .connected:
             return self.mediaLost()
-        case .preparing, .answering, .fallingBack:
+        case .fallingBack:
+            return self.clientPath(available: false, now: now)
+        case .preparing, .answering:
             break
         }
         return self.take()

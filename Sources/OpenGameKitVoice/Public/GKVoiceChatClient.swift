@@ -5,7 +5,8 @@ import Foundation
 /// ``voiceChatService(_:send:toParticipantID:)`` must be implemented; the rest have defaults.
 ///
 /// The service calls these methods on its ``GKVoiceChatService/delegateQueue`` (the main queue
-/// unless changed), one at a time, in order.
+/// unless changed), one at a time, in order; except ``participantID()``, which it asks on the
+/// thread that calls ``GKVoiceChatService/receivedData(_:fromParticipantID:)``.
 public protocol GKVoiceChatClient: AnyObject {
     /// The local user's participant ID, as other participants know it (e.g. a session's peer ID).
     func participantID() -> String
@@ -34,17 +35,22 @@ public protocol GKVoiceChatClient: AnyObject {
 }
 
 extension GKVoiceChatClient {
+    /// Tells the service this client has no real-time channel.
     public func voiceChatService(_ voiceChatService: GKVoiceChatService, sendRealTime data: Data, toParticipantID participantID: String) {
         voiceChatService.clientHasNoRealTimeChannel()
     }
 
+    /// Accepts every invitation.
     public func voiceChatService(_ voiceChatService: GKVoiceChatService, didReceiveInvitationFromParticipantID participantID: String, callID: Int) {
         try? voiceChatService.acceptCallID(callID)
     }
 
+    /// Does nothing.
     public func voiceChatService(_ voiceChatService: GKVoiceChatService, didStartWithParticipantID participantID: String) {}
 
+    /// Does nothing.
     public func voiceChatService(_ voiceChatService: GKVoiceChatService, didNotStartWithParticipantID participantID: String, error: Error?) {}
 
+    /// Does nothing.
     public func voiceChatService(_ voiceChatService: GKVoiceChatService, didStopWithParticipantID participantID: String, error: Error?) {}
 }

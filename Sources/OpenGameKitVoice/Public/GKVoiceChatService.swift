@@ -44,6 +44,7 @@ public final class GKVoiceChatService: @unchecked Sendable {
         /// Seconds a running chat may go without media before it ends with 32001.
         public var mediaTimeout: TimeInterval = 10
 
+        /// The defaults: no servers, PulseAudio's default devices.
         public init() {}
 
         var timing: VoiceCallMachine.Timing {

@@ -106,6 +106,8 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         // Both sides start; if both invitations cross, the service keeps exactly one call.
         do {
             try self.service.startVoiceChat(withParticipantID: peerID)
+        } catch GKVoiceChatServiceError.methodCurrentlyInvalidError where self.service.currentParticipantID == peerID {
+            // The peer's invitation came first and was accepted: that is this call.
         } catch {
             self.chatEvent("Voice chat did not start: \(error)")
         }

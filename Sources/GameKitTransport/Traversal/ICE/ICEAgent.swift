@@ -292,13 +292,14 @@ struct ICEAgent: Sendable {
             self.rejectedChecks += 1
             return
         }
+        // A relay-only side does not answer on its own socket: that pair must never succeed.
+        if base == .socket && self.configuration.relayOnly { return }
         let response = STUNMessage(.binding, .success, transactionID: message.transactionID, attributes: [
             .xorAddress(.xorMappedAddress, source, transactionID: message.transactionID),
         ])
         self.outbox.append(Output(base: base, to: source,
                                   bytes: response.encoded(integrityKey: Array(self.credentials.localPassword.utf8), fingerprint: true)))
         guard self.state == .checking else { return }
-        if base == .socket && self.configuration.relayOnly { return }
         // An unknown source is a peer-reflexive candidate (RFC 8445 §7.3.1.3).
         let priority = message.attribute(.priority)?.uint32Value ?? ICECandidate.priority(.peerReflexive, localPreference: 0)
         guard let index = self.addPair(base, source, kind: .peerReflexive, remotePriority: priority) else { return }

@@ -23,11 +23,14 @@ public struct ICECandidate: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// How the address was learnt.
     public let kind: Kind
+    /// Where the candidate can be reached.
     public let address: TraversalAddress
     /// RFC 8445 §5.1.2 priority: higher is preferred.
     public let priority: UInt32
 
+    /// A candidate with a given priority.
     public init(kind: Kind, address: TraversalAddress, priority: UInt32) {
         self.kind = kind
         self.address = address
@@ -43,6 +46,7 @@ public struct ICECandidate: Hashable, Sendable, CustomStringConvertible {
         (kind.typePreference << 24) | (UInt32(localPreference) << 8) | 255
     }
 
+    /// E.g. "srflx 203.0.113.9:61000".
     public var description: String {
         let name: String
         switch self.kind {

@@ -78,8 +78,12 @@ struct RealTimeMachine: Sendable {
         self.events.append(.candidates(fresh))
     }
 
-    /// Everything learnt so far: host, server-reflexive (deduplicated) and relayed candidates.
+    /// Everything learnt so far: host, server-reflexive (deduplicated) and relayed candidates;
+    /// only the relayed one under a relay-only policy (nothing else may be revealed or used).
     var localCandidates: [ICECandidate] {
+        if self.settings.ice.relayOnly {
+            return self.turn?.relayedAddress.map { [ICECandidate(kind: .relayed, address: $0)] } ?? []
+        }
         var candidates = self.hostCandidates
         var reflexive: [TraversalAddress] = self.binding.compactMap {
             if case .mapped(let address) = $0.state { return address }
@@ -100,8 +104,10 @@ struct RealTimeMachine: Sendable {
     /// More candidates of the other side (trickled after its first message).
     mutating func addRemote(_ candidates: [ICECandidate], now: NIODeadline) {
         let fresh = candidates.filter { candidate in !self.remoteCandidates.contains { $0.address == candidate.address } }
-        guard !fresh.isEmpty, self.agent != nil else { return }
+        guard !fresh.isEmpty else { return }
         self.remoteCandidates += fresh
+        // Before the checks start they are kept, and paired when they do.
+        guard self.agent != nil else { return }
         self.agent!.addRemote(fresh)
         if self.relayAdded, var turn = self.turn, let relayed = turn.relayedAddress {
             turn.permit(fresh.map(\.address), now: now)
@@ -114,10 +120,10 @@ struct RealTimeMachine: Sendable {
     mutating func connect(keys: RealTimeKeys, remote: [ICECandidate], now: NIODeadline) {
         guard self.agent == nil else { return }
         self.cipher = MediaCipher(keys: keys)
-        self.remoteCandidates = remote
+        self.remoteCandidates = remote + self.remoteCandidates.filter { early in !remote.contains { $0.address == early.address } }
         var agent = ICEAgent(role: keys.isInitiator ? .controlling : .controlled, credentials: keys.credentials,
                              configuration: self.settings.ice, socketAcceptsIPv6: self.settings.socketAcceptsIPv6, now: now)
-        agent.addRemote(remote)
+        agent.addRemote(self.remoteCandidates)
         self.agent = agent
         self.addRelayIfReady(now: now)
     }
@@ -130,11 +136,11 @@ struct RealTimeMachine: Sendable {
         self.agent!.addRelay(relayed, remoteCandidates: self.remoteCandidates)
     }
 
-    /// Stops checking (the application's channel carries media now); consent and relay upkeep
-    /// stop too. Media can still be sealed and opened.
+    /// Stops checking (the application's channel carries media now); consent stops too. The
+    /// relay allocation is kept (refreshed) until ``close()`` releases it. Media can still be
+    /// sealed and opened.
     mutating func abandonChecks() {
         self.agent = nil
-        self.turn = nil
         self.binding = []
     }
 

@@ -23,11 +23,16 @@ import NIOPosix
 public final class RealTimeConnection: @unchecked Sendable {
     /// A TURN server and the long-term credentials to use it.
     public struct TURNServer: Sendable, Equatable {
+        /// The server's IPv4 address (a literal).
         public var host: String
+        /// Its UDP port.
         public var port: Int
+        /// The long-term credential's user name.
         public var username: String
+        /// The long-term credential's password.
         public var password: String
 
+        /// A server and its credentials.
         public init(host: String, port: Int = 3478, username: String, password: String) {
             self.host = host
             self.port = port
@@ -38,9 +43,12 @@ public final class RealTimeConnection: @unchecked Sendable {
 
     /// A STUN server.
     public struct STUNServer: Sendable, Equatable {
+        /// The server's IPv4 address (a literal).
         public var host: String
+        /// Its UDP port.
         public var port: Int
 
+        /// A server.
         public init(host: String, port: Int = 3478) {
             self.host = host
             self.port = port
@@ -65,6 +73,7 @@ public final class RealTimeConnection: @unchecked Sendable {
         /// Interfaces whose addresses become host candidates (nil: every interface that is up).
         public var interfaceNames: [String]?
 
+        /// The defaults: no servers, every address, an ephemeral port.
         public init() {}
     }
 
@@ -246,10 +255,11 @@ public final class RealTimeConnection: @unchecked Sendable {
     /// channel); packets from that channel come back through ``receiveFromClient(_:)``.
     public func useClientPath(_ send: @escaping @Sendable ([UInt8]) -> Void) {
         self.eventLoop.execute {
+            guard !self.closed, self.clientSend == nil else { return }
             self.logger.debug("using the application's channel", metadata: ["pairs": "\(self.machine.pairSummary)"])
             self.clientSend = send
             self.machine.abandonChecks()
-            self.timer?.cancel()
+            self.run()
         }
     }
 

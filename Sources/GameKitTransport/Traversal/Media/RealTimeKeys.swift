@@ -5,6 +5,7 @@ import Crypto
 public struct RealTimeKeyExchange: Sendable {
     private let privateKey = Curve25519.KeyAgreement.PrivateKey()
 
+    /// A fresh key pair.
     public init() {}
 
     /// The 32-byte public key to send to the other side.

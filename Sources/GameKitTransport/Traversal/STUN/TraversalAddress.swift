@@ -53,6 +53,7 @@ public struct TraversalAddress: Hashable, Sendable, CustomStringConvertible {
         return self.socketAddress.ipAddress ?? "?"
     }
 
+    /// "a.b.c.d:port" or "[v6]:port".
     public var description: String {
         self.isIPv4 ? "\(self.ipString):\(self.port)" : "[\(self.ipString)]:\(self.port)"
     }
