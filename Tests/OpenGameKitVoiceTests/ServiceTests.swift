@@ -66,16 +66,10 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
 final class SineCaptureDevice: AudioCaptureDevice, @unchecked Sendable {
     let name = "sine"
     private var phase = 0
-    private var start: DispatchTime?
-    private var delivered = 0
+    private let pacer = RealTimePacer()
 
     func read(count: Int) throws(VoiceEngineError) -> [Int16]? {
-        let start = self.start ?? .now()
-        self.start = start
-        let due = start.uptimeNanoseconds + UInt64(self.delivered) * 1_000_000_000 / 16_000
-        let now = DispatchTime.now().uptimeNanoseconds
-        if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
-        self.delivered += count
+        self.pacer.pace(count)
         defer { self.phase += count }
         return (0..<count).map { Int16(8000 * sin(2 * Double.pi * 440 * Double(self.phase + $0) / 16_000)) }
     }

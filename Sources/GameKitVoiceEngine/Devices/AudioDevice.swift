@@ -48,6 +48,29 @@ public final class VirtualVoiceClock: VoiceClock, @unchecked Sendable {
     public func advance(by milliseconds: Int64) { lock.withLock { now += max(0, milliseconds) } }
 }
 
+/// Paces a source that has its samples at hand as a real microphone is paced: each call waits
+/// until the samples handed out so far would have been captured.
+public final class RealTimePacer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var start: DispatchTime?
+    private var samples = 0
+
+    /// A pacer whose clock starts at the first ``pace(_:)``.
+    public init() {}
+
+    /// Counts `count` more samples (at 16 kHz) and sleeps until their end is due.
+    public func pace(_ count: Int) {
+        let due: DispatchTime = lock.withLock {
+            let begin = start ?? .now()
+            start = begin
+            samples += count
+            return begin + .nanoseconds(samples * 1_000_000_000 / VoiceFormat.sampleRate)
+        }
+        let now = DispatchTime.now()
+        if due > now { Thread.sleep(forTimeInterval: Double(due.uptimeNanoseconds - now.uptimeNanoseconds) / 1e9) }
+    }
+}
+
 /// A microphone that plays back samples held in memory, as fast as it is read.
 public final class MemoryCaptureDevice: AudioCaptureDevice, @unchecked Sendable {
     private let lock = NSLock()

@@ -91,9 +91,7 @@ public final class WAVFileCaptureDevice: AudioCaptureDevice, @unchecked Sendable
 
     private let memory: MemoryCaptureDevice
     private let pacing: Pacing
-    private let lock = NSLock()
-    private var start: DispatchTime?
-    private var samplesRead = 0
+    private let pacer = RealTimePacer()
     public let name: String
 
     /// Opens `path` (16-bit PCM at 16 kHz).
@@ -105,15 +103,7 @@ public final class WAVFileCaptureDevice: AudioCaptureDevice, @unchecked Sendable
 
     public func read(count: Int) throws(VoiceEngineError) -> [Int16]? {
         guard let frame = try memory.read(count: count) else { return nil }
-        guard pacing == .realTime else { return frame }
-        let due: DispatchTime = lock.withLock {
-            let begin = start ?? .now()
-            start = begin
-            samplesRead += count
-            return begin + .nanoseconds(samplesRead * 1_000_000_000 / VoiceFormat.sampleRate)
-        }
-        let now = DispatchTime.now()
-        if due > now { Thread.sleep(forTimeInterval: Double(due.uptimeNanoseconds - now.uptimeNanoseconds) / 1e9) }
+        if pacing == .realTime { pacer.pace(count) }
         return frame
     }
 

@@ -41,8 +41,7 @@ public enum VoiceAudioDevices: Sendable {
 final class ContinuingCaptureDevice: AudioCaptureDevice, @unchecked Sendable {
     private let lock = NSLock()
     private var source: AudioCaptureDevice?
-    private var silenceStart: DispatchTime?
-    private var silentSamples = 0
+    private let pacer = RealTimePacer()
     private var closed = false
     let name: String
 
@@ -56,17 +55,8 @@ final class ContinuingCaptureDevice: AudioCaptureDevice, @unchecked Sendable {
             if let samples = try source.read(count: count) { return samples }
             self.lock.withLock { self.source = nil }
         }
-        let wait: UInt64? = self.lock.withLock {
-            guard !self.closed else { return nil }
-            let start = self.silenceStart ?? .now()
-            self.silenceStart = start
-            self.silentSamples += count
-            let due = start.uptimeNanoseconds + UInt64(self.silentSamples - count) * 1_000_000_000 / UInt64(VoiceFormat.sampleRate)
-            let now = DispatchTime.now().uptimeNanoseconds
-            return due > now ? due - now : 0
-        }
-        guard let wait else { return nil }
-        if wait > 0 { Thread.sleep(forTimeInterval: Double(wait) / 1e9) }
+        guard !self.lock.withLock({ self.closed }) else { return nil }
+        self.pacer.pace(count)
         return [Int16](repeating: 0, count: count)
     }
 

@@ -40,28 +40,25 @@ extension GKVoiceChatService {
 
     /// Runs one machine step under the lock, then its actions.
     func perform<E: Error>(_ step: (inout VoiceCallMachine, NIODeadline) throws(E) -> [VoiceCallMachine.Action]) throws(E) {
+        try self.run(onlyIn: nil, step)
+    }
+
+    /// As ``perform(_:)``, but only while the chat of `generation` is the current one.
+    func perform(ifCurrent generation: Int, _ step: (inout VoiceCallMachine, NIODeadline) -> [VoiceCallMachine.Action]) {
+        self.run(onlyIn: generation, step)
+    }
+
+    private func run<E: Error>(onlyIn expected: Int?, _ step: (inout VoiceCallMachine, NIODeadline) throws(E) -> [VoiceCallMachine.Action]) throws(E) {
         self.lock.lock()
-        let actions: [VoiceCallMachine.Action]
         let generation = self.state.generation
+        guard expected == nil || expected == generation else { return self.lock.unlock() }
+        let actions: [VoiceCallMachine.Action]
         do {
             actions = try step(&self.state.machine, .now())
         } catch {
             self.lock.unlock()
             throw error
         }
-        self.rescheduleTimer()
-        self.lock.unlock()
-        self.execute(actions, generation: generation)
-    }
-
-    /// As ``perform(_:)``, but only while the chat of `generation` is the current one.
-    func perform(ifCurrent generation: Int, _ step: (inout VoiceCallMachine, NIODeadline) -> [VoiceCallMachine.Action]) {
-        self.lock.lock()
-        guard self.state.generation == generation else {
-            self.lock.unlock()
-            return
-        }
-        let actions = step(&self.state.machine, .now())
         self.rescheduleTimer()
         self.lock.unlock()
         self.execute(actions, generation: generation)
@@ -269,8 +266,4 @@ extension GKVoiceChatService {
             }
         }
     }
-}
-
-extension UInt32 {
-    var bigEndianBytes: [UInt8] { withUnsafeBytes(of: self.bigEndian) { Array($0) } }
 }

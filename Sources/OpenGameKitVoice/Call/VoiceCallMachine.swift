@@ -322,11 +322,10 @@ struct VoiceCallMachine: Sendable {
         let message: SignalMessage
         do {
             message = try SignalMessage.decode(bytes)
-        } catch .unsupportedVersion(let version, let callID, let kind) {
+        } catch .unsupportedVersion(_, let callID, let kind) {
             if kind != SignalMessage.Kind.unsupportedVersion.rawValue {
                 self.actions.append(.send(SignalMessage(kind: .unsupportedVersion, callID: max(callID, 1)), to: participant))
             }
-            _ = version
             self.failInvitation(from: participant, callID: callID, .unsupportedRemoteVersionError)
             return self.take()
         } catch .malformed(let callID) {

@@ -146,18 +146,17 @@ public final class GKVoiceChatService: @unchecked Sendable {
 
     /// The local voice's level in dB (full scale 0), after echo cancellation; meaningful while
     /// ``isInputMeteringEnabled``, else 0.
-    public var inputMeterLevel: Float {
-        let (enabled, engine) = self.lock.withLock { (self.state.inputMetering, self.state.media?.engine) }
-        guard enabled, let engine else { return enabled ? -100 : 0 }
-        return engine.inputLevel
-    }
+    public var inputMeterLevel: Float { self.meter(\.inputMetering) { $0.inputLevel } }
 
     /// The far side's voice level in dB as played (after ``remoteParticipantVolume``);
     /// meaningful while ``isOutputMeteringEnabled``, else 0.
-    public var outputMeterLevel: Float {
-        let (enabled, engine) = self.lock.withLock { (self.state.outputMetering, self.state.media?.engine) }
-        guard enabled, let engine else { return enabled ? -100 : 0 }
-        return engine.outputLevel
+    public var outputMeterLevel: Float { self.meter(\.outputMetering) { $0.outputLevel } }
+
+    /// A meter's reading: 0 while it is off, −100 dB while no chat runs.
+    private func meter(_ enabled: KeyPath<State, Bool>, _ read: (VoiceEngine) -> Float) -> Float {
+        let (on, engine) = self.lock.withLock { (self.state[keyPath: enabled], self.state.media?.engine) }
+        guard on else { return 0 }
+        return engine.map(read) ?? -100
     }
 
     /// The participant of the current chat (set up or running), if any (a Swift-only addition).

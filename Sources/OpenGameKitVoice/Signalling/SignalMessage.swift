@@ -46,7 +46,7 @@ struct SignalMessage: Equatable, Sendable {
 
     func encoded() -> [UInt8] {
         var out = Self.magic + [Self.version, self.kind.rawValue]
-        out.append(contentsOf: withUnsafeBytes(of: self.callID.bigEndian) { Array($0) })
+        out.append(contentsOf: self.callID.bigEndianBytes)
         switch self.kind {
         case .invite, .accept, .candidates:
             if self.kind != .candidates { out.append(contentsOf: self.keyShare) }
@@ -104,4 +104,9 @@ enum SignalDecodingError: Error, Equatable, Sendable {
     case unsupportedVersion(UInt8, callID: UInt32, kind: UInt8)
     /// A version-1 message whose body does not decode.
     case malformed(callID: UInt32)
+}
+
+extension UInt32 {
+    /// The four bytes, most significant first (call IDs on the wire and in key derivation).
+    var bigEndianBytes: [UInt8] { withUnsafeBytes(of: self.bigEndian) { Array($0) } }
 }

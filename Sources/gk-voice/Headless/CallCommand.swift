@@ -59,12 +59,13 @@ struct CallCommand: ParsableCommand {
         var path = "none"
         var pathMilliseconds: Double?
         while Date() < end {
-            if let current = service.engineStatistics { statistics = current }
-            if let current = service.currentPath {
-                path = current.rawValue
+            let current = service.engineStatistics
+            if let current { statistics = current }
+            if let chosen = service.currentPath {
+                path = chosen.rawValue
                 if pathMilliseconds == nil { pathMilliseconds = Date().timeIntervalSince(invited) * 1000 }
             }
-            if firstAudio == nil, (service.engineStatistics?.packetsReceived ?? 0) > 0 {
+            if firstAudio == nil, (current?.packetsReceived ?? 0) > 0 {
                 firstAudio = Date().timeIntervalSince(invited) * 1000
                 printer.print(["event": "first_audio", "ms": firstAudio!])
             }

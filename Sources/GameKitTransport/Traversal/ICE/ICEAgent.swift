@@ -46,8 +46,6 @@ struct ICEAgent: Sendable {
     enum State: Equatable, Sendable {
         case checking
         case selected(base: Base, remote: TraversalAddress)
-        /// Every pair failed.
-        case failed
         /// The selected pair stopped answering consent checks.
         case consentLost
     }
@@ -187,7 +185,7 @@ struct ICEAgent: Sendable {
         switch self.state {
         case .checking: self.pollChecks(now: now)
         case .selected: self.pollConsent(now: now)
-        case .failed, .consentLost: break
+        case .consentLost: break
         }
         defer { self.outbox.removeAll() }
         return self.outbox
@@ -262,7 +260,7 @@ struct ICEAgent: Sendable {
         case .selected:
             let timeout = self.lastConsent.map { $0 + self.configuration.consentTimeout }
             return [self.nextConsent, self.consent?.deadline, timeout].compactMap { $0 }.min()
-        case .failed, .consentLost:
+        case .consentLost:
             return nil
         }
     }

@@ -60,9 +60,6 @@ public struct ICECandidate: Hashable, Sendable, CustomStringConvertible {
 
     // MARK: - Wire form
 
-    /// The largest encoded candidate (IPv6).
-    public static let maximumEncodedSize = 24
-
     /// Appends the compact wire form: kind (1 byte), family (4 or 6), port (2), priority (4),
     /// then 4 or 16 address bytes.
     public func encode(into out: inout [UInt8]) {

@@ -183,10 +183,7 @@ struct RealTimeMachine: Sendable {
 
     /// Takes a datagram that arrived on the socket.
     mutating func receive(_ bytes: [UInt8], from source: TraversalAddress, now: NIODeadline) {
-        if MediaCipher.isMedia(bytes) {
-            if let payload = self.cipher?.open(bytes) { self.events.append(.media(payload)) }
-            return
-        }
+        if MediaCipher.isMedia(bytes) { return self.dispatch(bytes, from: source, base: .socket, now: now) }
         guard let decoded = try? STUNMessage.decode(bytes) else {
             self.unknownDatagrams += 1
             return
@@ -196,8 +193,7 @@ struct RealTimeMachine: Sendable {
             self.turn = turn
             switch received {
             case .data(let inner, let peer):
-                self.receiveRelayed(inner, from: peer, now: now)
-                return
+                return self.dispatch(inner, from: peer, base: .relay, now: now)
             case .handled:
                 self.announceCandidates()
                 self.addRelayIfReady(now: now)
@@ -210,17 +206,22 @@ struct RealTimeMachine: Sendable {
             self.announceCandidates()
             return
         }
-        if self.agent?.receive(decoded, from: source, base: .socket, now: now) != true {
+        self.dispatch(decoded, from: source, base: .socket, now: now)
+    }
+
+    /// Media or a connectivity check, from the socket or out of a relay's Data indication.
+    private mutating func dispatch(_ bytes: [UInt8], from source: TraversalAddress, base: ICEAgent.Base, now: NIODeadline) {
+        if MediaCipher.isMedia(bytes) {
+            if let payload = self.cipher?.open(bytes) { self.events.append(.media(payload)) }
+        } else if let decoded = try? STUNMessage.decode(bytes) {
+            self.dispatch(decoded, from: source, base: base, now: now)
+        } else {
             self.unknownDatagrams += 1
         }
     }
 
-    private mutating func receiveRelayed(_ bytes: [UInt8], from peer: TraversalAddress, now: NIODeadline) {
-        if MediaCipher.isMedia(bytes) {
-            if let payload = self.cipher?.open(bytes) { self.events.append(.media(payload)) }
-        } else if let decoded = try? STUNMessage.decode(bytes), self.agent?.receive(decoded, from: peer, base: .relay, now: now) == true {
-            return
-        } else {
+    private mutating func dispatch(_ decoded: DecodedSTUNMessage, from source: TraversalAddress, base: ICEAgent.Base, now: NIODeadline) {
+        if self.agent?.receive(decoded, from: source, base: base, now: now) != true {
             self.unknownDatagrams += 1
         }
     }
@@ -249,7 +250,6 @@ struct RealTimeMachine: Sendable {
                 case .selected(let base, let remote):
                     let pair = agent.selectedPair
                     self.events.append(.connected(base == .relay || pair?.remoteKind == .relayed ? .relayed : .direct, remote: remote))
-                case .failed: self.events.append(.failed)
                 case .consentLost: self.events.append(.consentLost)
                 }
             }

@@ -37,9 +37,6 @@ struct STUNAttribute: Sendable, Equatable {
         self.init(type: kind.rawValue, value: value)
     }
 
-    /// Whether a receiver that does not know this attribute must fail the request (§14).
-    var isComprehensionRequired: Bool { self.type < 0x8000 }
-
     func write(into out: inout [UInt8]) {
         out.appendBigEndian(self.type)
         out.appendBigEndian(UInt16(self.value.count))

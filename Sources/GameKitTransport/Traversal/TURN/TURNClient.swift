@@ -45,7 +45,8 @@ struct TURNClient: Sendable {
 
     private struct Pending: Sendable {
         enum Kind: Equatable, Sendable {
-            case allocate, refresh(release: Bool), createPermission([[UInt8]])
+            /// `createPermission` names one peer IP address (its bytes).
+            case allocate, refresh(release: Bool), createPermission([UInt8])
         }
         var kind: Kind
         var transaction: STUNTransaction
@@ -86,12 +87,10 @@ struct TURNClient: Sendable {
         case .refresh(let release):
             method = .refresh
             attributes.append(.uint32(.lifetime, release ? 0 : UInt32(self.lifetime.nanoseconds / 1_000_000_000)))
-        case .createPermission(let ips):
-            method = .createPermission
+        case .createPermission(let ip):
             let id = STUNMessage.randomTransactionID()
-            var message = STUNMessage(method, .request, transactionID: id)
-            message.attributes = ips.map { .xorAddress(.xorPeerAddress, TraversalAddress(bytes: $0, port: 0)!, transactionID: id) }
-            return self.authenticated(message)
+            let peer = STUNAttribute.xorAddress(.xorPeerAddress, TraversalAddress(bytes: ip, port: 0)!, transactionID: id)
+            return self.authenticated(STUNMessage(.createPermission, .request, transactionID: id, attributes: [peer]))
         }
         return self.authenticated(STUNMessage(method, .request, transactionID: STUNMessage.randomTransactionID(), attributes: attributes))
     }
@@ -125,7 +124,7 @@ struct TURNClient: Sendable {
         // address it will not relay to) does not take the others down with it.
         for ip in fresh {
             self.permissions[ip] = now + Self.permissionRefresh
-            self.start(.createPermission([ip]), now: now, retries: 1)
+            self.start(.createPermission(ip), now: now, retries: 1)
         }
     }
 
@@ -159,7 +158,7 @@ struct TURNClient: Sendable {
             let due = self.permissions.filter { $0.value <= now }.map(\.key)
             for ip in due {
                 self.permissions[ip] = now + Self.permissionRefresh
-                self.start(.createPermission([ip]), now: now, retries: 1)
+                self.start(.createPermission(ip), now: now, retries: 1)
             }
         }
         var index = 0
@@ -274,7 +273,7 @@ struct TURNClient: Sendable {
     private mutating func give(up kind: Pending.Kind, _ reason: String) {
         switch kind {
         case .allocate, .refresh(release: false): self.state = .failed(reason)
-        case .createPermission(let ips): for ip in ips { self.permissions[ip] = nil }
+        case .createPermission(let ip): self.permissions[ip] = nil
         case .refresh(release: true): break
         }
     }
