@@ -53,9 +53,12 @@ struct InterfaceChangeTests {
             #expect(!packet.answers.contains { $0.address == "127.0.0.1" }, "\(packet)")
             #expect(packet.parsersAgree, "\(packet.disagreements)")
         }
-        for (index, (earlier, later)) in zip(announcements, announcements.dropFirst()).enumerated() {
-            let gap = later.milliseconds(since: earlier.time)
-            let expected = 1000.0 * Double(1 << index)
+        // The capture starts in a namespace made after the interface appears, so it may miss the
+        // first announcement (a cold Python start): the gaps it sees are 1 s, 2 s, … or 2 s, 4 s, …
+        let gaps = zip(announcements, announcements.dropFirst()).map { $1.milliseconds(since: $0.time) }
+        let first = gaps.first.map { abs($0 - 2000) <= Self.jitterMilliseconds ? 2000.0 : 1000.0 } ?? 1000
+        for (index, gap) in gaps.enumerated() {
+            let expected = first * Double(1 << index)
             #expect(abs(gap - expected) <= Self.jitterMilliseconds, "announcement gap \(index + 1) on the new interface: \(gap) ms, not \(expected)")
         }
 
