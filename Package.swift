@@ -223,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "OpenGameKitVoiceTests",
             dependencies: [
-                "OpenGameKitVoice", "GameKitTransport", "GameKitVoiceEngine", "NetworkImpairment", "VoiceTestSupport",
+                "OpenGameKitVoice", "OpenGameKit", "GameKitTransport", "GameKitVoiceEngine", "NetworkImpairment", "VoiceTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -125,10 +125,10 @@ public final class UDPImpairmentRelay: Sendable {
     /// writes flushed together.
     static let maximumMessagesPerRead: UInt = 32
 
-    /// A bootstrap with the relay's socket options, for the listen and upstream sockets.
+    /// A bootstrap with the relay's socket options, for the listen and upstream sockets. No
+    /// SO_REUSEADDR: with it Linux may give two sockets one ephemeral port.
     static func datagramBootstrap(group: any EventLoopGroup) -> DatagramBootstrap {
         DatagramBootstrap(group: group)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.socketOption(.so_rcvbuf), value: Self.socketBufferSize)
             .channelOption(.socketOption(.so_sndbuf), value: Self.socketBufferSize)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.maximumDatagramSize))

@@ -8,7 +8,7 @@ import Testing
 /// of its own for sections and raw rdata). The checks are protocol facts (RFC 6762, RFC 6763):
 /// probe and announcement spacing, the QU bit, the cache-flush bit, TTLs, the empty TXT record,
 /// goodbyes and known-answer suppression. Times are compared only with the protocol's own
-/// spacing, with room for scheduling jitter.
+/// spacing, with room for a busy machine (``WireTiming``).
 ///
 /// One sandbox run (about 10 s) serves every test of the suite: two responders, "Empty"
 /// (`_confa._udp`, no TXT entries) and "Full" (`_confb._udp`, three TXT entries), and three
@@ -25,11 +25,6 @@ import Testing
 /// once-a-second limit (§6) cannot be what keeps the first one unanswered.
 @Suite("Our responder's packets through python-zeroconf's parser", .serialized)
 struct CaptureConformanceTests {
-    /// Scheduling jitter allowed around the protocol's intervals (the responder's timers and
-    /// the capture's reads on a busy machine).
-    static let jitterMilliseconds = 20.0
-    /// Probes are 250 ms apart (RFC 6762 §8.1).
-    static let probeToleranceMilliseconds = 15.0
 
     static let emptyInstance = "Empty._confa._udp.local."
     static let fullInstance = "Full._confb._udp.local."
@@ -67,10 +62,6 @@ struct CaptureConformanceTests {
         let empty = try #require(CapturedResponder(instance: Self.emptyInstance, in: capture), "no probe of \(Self.emptyInstance); output:\n\(run.lines.joined(separator: "\n"))")
         let full = try #require(CapturedResponder(instance: Self.fullInstance, in: capture), "no probe of \(Self.fullInstance)")
         return (capture, empty, full)
-    }
-
-    static func near(_ value: Double, _ expected: Double, within tolerance: Double = Self.jitterMilliseconds) -> Bool {
-        abs(value - expected) <= tolerance
     }
 
     // MARK: - The capture itself
@@ -120,7 +111,7 @@ struct CaptureConformanceTests {
             try #require(probes.count == 3, "\(responder.instance): \(probes)")
             for (earlier, later) in zip(probes, probes.dropFirst()) {
                 let gap = later.milliseconds(since: earlier.time)
-                #expect(Self.near(gap, 250, within: Self.probeToleranceMilliseconds), "\(responder.instance): probes \(gap) ms apart")
+                #expect(WireTiming.fits(gap, 250), "\(responder.instance): probes \(gap) ms apart")
             }
             for (index, probe) in probes.enumerated() {
                 // Both names are probed together, with questions of type ANY.
@@ -141,7 +132,7 @@ struct CaptureConformanceTests {
             // §8.1: the name is ours 250 ms after the third probe; then the first announcement.
             let first = try #require(responder.announcements(in: capture).first)
             let wait = first.milliseconds(since: probes[2].time)
-            #expect(wait >= 250 - Self.jitterMilliseconds && Self.near(wait, 250), "\(responder.instance): first announcement \(wait) ms after the third probe")
+            #expect(WireTiming.fits(wait, 250), "\(responder.instance): first announcement \(wait) ms after the third probe")
         }
     }
 
@@ -157,7 +148,7 @@ struct CaptureConformanceTests {
             for (index, (earlier, later)) in zip(announcements, announcements.dropFirst()).enumerated() {
                 let gap = later.milliseconds(since: earlier.time)
                 let expected = 1000.0 * Double(1 << index)
-                #expect(Self.near(gap, expected), "\(responder.instance): announcement gap \(index + 1) is \(gap) ms, not \(expected)")
+                #expect(WireTiming.fits(gap, expected), "\(responder.instance): announcement gap \(index + 1) is \(gap) ms, not \(expected)")
             }
         }
     }
@@ -266,7 +257,7 @@ struct CaptureConformanceTests {
                 #expect(Double(query.time - previous) / 1e6 > 1000, "query \(query.spec) only \(Double(query.time - previous) / 1e6) ms after the PTR was multicast")
             }
             if let next = empty.announcements(in: capture).first(where: { $0.time > query.time }) {
-                #expect(next.milliseconds(since: query.time) > 120 + Self.jitterMilliseconds)
+                #expect(next.milliseconds(since: query.time) > 120 + WireTiming.late(120))
             }
         }
 
@@ -281,7 +272,7 @@ struct CaptureConformanceTests {
         try #require(plain.count == 1, "\(plain)")
         let reply = plain[0]
         let delay = reply.milliseconds(since: noKnown.time)
-        #expect(delay >= 20 - Self.jitterMilliseconds && delay <= 120 + Self.jitterMilliseconds, "answer after \(delay) ms")
+        #expect(WireTiming.fits(delay, within: 20...120), "answer after \(delay) ms")
         #expect(reply.answers.count == 1 && reply.answers.first?.type == "PTR" && reply.answers.first?.ttl == 4500, "\(reply)")
         #expect(reply.additionals.contains { $0.name == empty.instance && $0.type == "SRV" && $0.port == 7020 && $0.target == empty.host }, "\(reply)")
         #expect(reply.additionals.contains { $0.name == empty.instance && $0.type == "TXT" && $0.rdataHex == "00" }, "\(reply)")
@@ -292,7 +283,7 @@ struct CaptureConformanceTests {
         #expect(renewed.count == 1, "\(renewed)")
         if let renewal = renewed.first {
             let delay = renewal.milliseconds(since: lowKnown.time)
-            #expect(delay >= 20 - Self.jitterMilliseconds && delay <= 120 + Self.jitterMilliseconds, "answer after \(delay) ms")
+            #expect(WireTiming.fits(delay, within: 20...120), "answer after \(delay) ms")
         }
 
         // The other responder has no record of that type and stays quiet.

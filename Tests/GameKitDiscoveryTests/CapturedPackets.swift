@@ -177,3 +177,27 @@ struct CapturedResponder: Sendable {
         }
     }
 }
+
+/// How gaps measured on the wire are compared with the protocol's intervals.
+///
+/// The machines' schedules are checked exactly, in virtual time (ResponderMachineTests,
+/// BrowserTests). On the wire a packet leaves late by however long its sender's event loop was
+/// busy, and the suite shares two cores with every other test: a gap comes out shorter than its
+/// interval by the earlier packet's delay and longer by the later one's. The bounds still tell
+/// the schedules apart (250 ms from 0 or 500 ms, 1 s from 2 s, 20–120 ms from at once).
+enum WireTiming {
+    /// How much earlier than its interval a gap may end (the earlier packet left late).
+    static let early = 60.0
+    /// How much later than its interval a gap may end.
+    static func late(_ interval: Double) -> Double { max(100, interval / 4) }
+
+    /// Whether a measured gap (ms) fits an interval (ms).
+    static func fits(_ gap: Double, _ interval: Double) -> Bool {
+        gap >= interval - Self.early && gap <= interval + Self.late(interval)
+    }
+
+    /// Whether a measured delay (ms) fits a random delay drawn from `range` (ms).
+    static func fits(_ delay: Double, within range: ClosedRange<Double>) -> Bool {
+        delay >= range.lowerBound - Self.early && delay <= range.upperBound + Self.late(range.upperBound)
+    }
+}

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import NetworkImpairment
 import Testing
 
 @testable import GameKitTransport
@@ -134,6 +135,32 @@ struct EndpointTests {
 
     /// A socket closed under a running endpoint (as NIO does on most send errors) is bound
     /// again at the same port; open links carry on, nothing is lost.
+    /// Every endpoint owns its port. (With SO_REUSEADDR, Linux let a second socket bind a port
+    /// in use, and handed out ephemeral ports already held: one of the two then received
+    /// nothing.)
+    @Test func aPortInUseCannotBeBoundAgain() async throws {
+        let first = try await TransportEndpoint.loopback(EventRecorder(), host: "::")
+        await #expect(throws: (any Error).self) {
+            let second = try await TransportEndpoint.bind(host: "::", port: first.localAddress.port!) { _ in }
+            await second.shutdown()
+        }
+        await first.shutdown()
+    }
+
+    /// The same for a real-time (voice) connection's socket.
+    @Test func aRealTimePortInUseCannotBeBoundAgain() async throws {
+        try NetworkSandbox.requireIsolation()
+        var configuration = RealTimeConnection.Configuration()
+        configuration.bindAddress = "127.0.0.1"
+        let first = try await RealTimeConnection.open(configuration: configuration)
+        configuration.port = Int(first.localAddress.port)
+        await #expect(throws: (any Error).self) {
+            let second = try await RealTimeConnection.open(configuration: configuration)
+            second.close()
+        }
+        first.close()
+    }
+
     @Test func aSocketClosedUnderTheEndpointIsReopenedAndLinksCarryOn() async throws {
         let serverEvents = EventRecorder()
         let server = try await TransportEndpoint.loopback(serverEvents)

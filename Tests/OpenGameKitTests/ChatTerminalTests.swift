@@ -96,7 +96,8 @@ struct ChatTerminalTests {
                 $T resize-window -t a -x 50 -y 12
                 sleep 0.5
                 \(Self.capture("a", "RESIZED"))
-                pkill -SEGV -x gk-chat
+                # Only this pane's gk-chat: other tests run gk-chat processes at the same time.
+                pkill -SEGV -x gk-chat -P "$($T list-panes -t a -F '#{pane_pid}')"
                 for i in $(seq 200); do [ -s $d/a.stty ] && break; sleep 0.05; done
                 sed 's/^/STTY-A /' $d/a.stty
                 """), timeout: 60)

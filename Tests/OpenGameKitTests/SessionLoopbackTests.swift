@@ -125,13 +125,17 @@ struct SessionLoopbackTests {
         let (left, right) = (all[0], all[1])
         #expect(await left.waitUntilSees(right.session))
         #expect(await right.waitUntilSees(left.session))
-        // Both ask before either request can arrive (one call after the other, no await between).
+        // Both ask at once (one call after the other, no await between). Usually neither request
+        // has arrived when the second call is made, and one side hears "in progress"; on a busy
+        // machine the first request may already have been accepted by then, and the second
+        // call finds that peer connecting and does nothing (§14.3). Either way: one connection.
+        // SessionMachineTests covers each ordering deterministically.
         left.session.connect(toPeer: right.session.peerID, withTimeout: 10)
         right.session.connect(toPeer: left.session.peerID, withTimeout: 10)
         #expect(await left.wait(for: .state(right.session.peerID, .stateConnected)))
         #expect(await right.wait(for: .state(left.session.peerID, .stateConnected)))
         let inProgress = left.count(.failed(right.session.peerID, .inProgressError)) + right.count(.failed(left.session.peerID, .inProgressError))
-        #expect(inProgress == 1)
+        #expect(inProgress <= 1)
         #expect(left.count(.state(right.session.peerID, .stateConnected)) == 1)
         #expect(right.count(.state(left.session.peerID, .stateConnected)) == 1)
         try left.session.sendData(toAllPeers: Data("one link".utf8), with: .reliable)

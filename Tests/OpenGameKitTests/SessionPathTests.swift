@@ -119,6 +119,28 @@ struct SessionPathTests {
         net.expectConsistent()
     }
 
+    /// A path held up on the way (its first datagram lost, say) can reach the responder after
+    /// the attempt has ended there: it is refused "duplicate", not shown as a second request.
+    @Test(arguments: [0, 1] as [UInt32])
+    func aLatePathOfAnAttemptThatEndedIsNotShownAgain(olderBy: UInt32) {
+        let (net, alice, bob) = Self.pair { net, bob in [net.address(of: bob)] }
+        net[alice].connect(to: 2, timeout: nil)
+        net.deliver()
+        net.drain()
+        net[alice].cancelConnect(to: 2)
+        net.deliver()
+        #expect(net.notes(bob) == [.connectionFailed(1, .cancelledError), changed(alice, .stateAvailable)])
+        let hello = SessionHello(sessionKey: SessionHello.sessionKey(for: "chess"), peerID: 1, mode: 2, attempt: net[alice].lastAttempt &- olderBy, displayName: "Alice")
+        net.injectRequest(hello.encode(), from: alice, to: bob)
+        net.deliver()
+        #expect(net.denials == [SessionDenyReason.duplicate.rawValue])
+        #expect(net.notes(bob) == [])
+        // Alice's next attempt is a request like any other.
+        net[alice].connect(to: 2, timeout: nil)
+        net.deliver()
+        #expect(net.notes(bob) == [changed(alice, .stateConnecting), .connectionRequest(1)])
+    }
+
     @Test func aNewAttemptWhileOneIsPendingIsStillRefusedInProgress() {
         let (net, alice, bob) = Self.pair { net, bob in [net.address(of: bob)] }
         net[alice].connect(to: 2, timeout: nil)

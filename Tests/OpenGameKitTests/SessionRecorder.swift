@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
-import OpenGameKit
+@testable import OpenGameKit
 import Testing
 
 /// What a session told its delegate and data handler.
@@ -11,6 +11,14 @@ enum Heard: Equatable, Sendable {
     case failed(String, GKSessionError)
     case sessionFailed(GKSessionError)
     case data(String, Data)
+
+    /// The peer the event is about, if any.
+    var peer: String? {
+        switch self {
+        case .state(let peer, _), .request(let peer, _), .failed(let peer, _), .data(let peer, _): peer
+        case .sessionFailed: nil
+        }
+    }
 }
 
 /// A delegate and data handler that records everything, on its own serial queue, and can
@@ -51,7 +59,12 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     func session(_ session: GKSession, didReceiveConnectionRequestFromPeer peerID: String) {
         self.heard.withLockedValue { $0.append(.request(peerID, name: session.displayName(forPeer: peerID))) }
         switch self.answer {
-        case .accept: try? session.acceptConnection(fromPeer: peerID)
+        case .accept:
+            do {
+                try session.acceptConnection(fromPeer: peerID)
+            } catch {
+                FileHandle.standardError.write(Data("\(session.displayName) could not accept \(peerID): \(error)\n".utf8))
+            }
         case .deny: session.denyConnection(fromPeer: peerID)
         case .none: break
         }
@@ -79,7 +92,11 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
             if condition(self.events) { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return condition(self.events)
+        if condition(self.events) { return true }
+        // A failed wait says what was heard instead, so a flaky run can be read afterwards.
+        let line = "\(self.session.displayName) (\(self.session.peerID)) waited \(seconds) s in vain; it heard \(self.events); \(self.diagnostics)\n"
+        FileHandle.standardError.write(Data(line.utf8))
+        return false
     }
 
     /// Waits until `event` has been heard.
@@ -91,6 +108,11 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     /// Waits until `peer` is seen available.
     func waitUntilSees(_ other: GKSession, seconds: Double = 20) async -> Bool {
         await self.wait(for: .state(other.peerID, .stateAvailable), seconds: seconds)
+    }
+
+    /// The session's and its transport's counters, for a failure's message.
+    var diagnostics: String {
+        "session \(self.session.statistics); transport \(self.session.transportStatistics.map { "\($0)" } ?? "not bound")"
     }
 
     func count(_ event: Heard) -> Int { self.events.filter { $0 == event }.count }

@@ -103,10 +103,16 @@ struct SessionRoomTests {
             #expect(await client.waitUntilSees(server.session, seconds: 30))
             client.session.connect(toPeer: server.session.peerID, withTimeout: 20)
         }
-        #expect(await server.wait(seconds: 60) { events in clients.allSatisfy { events.contains(.state($0.session.peerID, .stateConnected)) } })
+        let allConnected = await server.wait(seconds: 60) { events in clients.allSatisfy { events.contains(.state($0.session.peerID, .stateConnected)) } }
+        let missing = clients.filter { !server.events.contains(.state($0.session.peerID, .stateConnected)) }
+        try #require(allConnected, "not connected: \(missing.map { client in "\(client.session.displayName) heard \(client.events), \(client.diagnostics); the server heard \(server.events.filter { $0.peer == client.session.peerID }), \(server.diagnostics)" })")
         #expect(server.session.peers(with: .stateConnected)?.count == count)
+        // One deadline for all: a missing relay entry costs one wait, not one per client.
+        let deadline = ContinuousClock.now + .seconds(60)
         for client in clients {
-            #expect(await client.wait(seconds: 60) { $0.filter { if case .state(_, .stateConnectedRelay) = $0 { true } else { false } }.count >= count - 1 })
+            let seconds = max(0.1, Double((deadline - ContinuousClock.now).components.seconds))
+            let relayed = await client.wait(seconds: seconds) { $0.filter { if case .state(_, .stateConnectedRelay) = $0 { true } else { false } }.count >= count - 1 }
+            try #require(relayed, "\(client.session.displayName) heard \(client.events)")
         }
         // Everyone sends to everyone: the server directly, the clients through it.
         try await server.session.write(toAllPeers: Data("from Server".utf8), with: .reliable)

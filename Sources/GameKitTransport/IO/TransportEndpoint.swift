@@ -85,8 +85,10 @@ public final class TransportEndpoint: Sendable {
         // slots of 64 KB when the kernel may hand over receive-offload batches.
         let slots = receiveOffload ? 16 : 64
         let slotSize = receiveOffload ? 65_536 : max(2_048, configuration.maxDatagramSize)
+        // No SO_REUSEADDR: UDP has no TIME_WAIT to skip, and with it Linux may hand out an
+        // ephemeral port another such socket already holds; unicast datagrams then reach only
+        // one of the two.
         var bootstrap = DatagramBootstrap(group: core.eventLoop)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.datagramVectorReadMessageCount, value: slots)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slots * slotSize))
             .channelOption(.maxMessagesPerRead, value: 4)

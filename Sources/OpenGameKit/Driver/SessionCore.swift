@@ -206,6 +206,9 @@ final class SessionCore: @unchecked Sendable {
     /// The transport's local port, once bound.
     var transportPort: Int? { self.slot.current?.localAddress.port }
 
+    /// The transport endpoint's counters, once bound (for diagnostics).
+    var transportStatistics: EndpointStatistics? { self.slot.current?.statistics }
+
     func setDisconnectTimeout(_ timeout: TimeAmount) {
         self.lock.withLock { self.disconnectTimeout = timeout }
         try? self.slot.current?.setDisconnectTimeout(timeout)

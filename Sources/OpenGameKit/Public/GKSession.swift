@@ -145,6 +145,9 @@ public final class GKSession: @unchecked Sendable {
         self.core.read { $0.statistics }
     }
 
+    /// The transport endpoint's counters, once bound (handshakes, drops; for diagnostics).
+    var transportStatistics: EndpointStatistics? { self.core.transportStatistics }
+
     /// Binds the session's socket and joins discovery, returning once both are ready (a
     /// Swift-only addition; setting ``isAvailable`` does the same in the background).
     ///

@@ -81,6 +81,7 @@ extension SessionMachine {
             try? self.links.deny(request.id, code: SessionDenyReason.malformed.rawValue)
             self.requestOwners[request.id] = nil
             self.peers[peerID]!.incoming = nil
+            self.noteEnded(request.attempt, of: peerID)
             self.reconcile(peerID)
             throw .connectionFailedError
         }
@@ -94,6 +95,7 @@ extension SessionMachine {
             self.requestOwners[id] = nil
         }
         self.peers[peerID]!.incoming = nil
+        self.noteEnded(request.attempt, of: peerID)
         self.reconcile(peerID)
     }
 
@@ -128,12 +130,26 @@ extension SessionMachine {
             // Both asked at once: the request of the lower peer ID goes ahead.
             return self.refuse(request.id, .inProgress)
         }
+        if let ended = self.endedAttempts[peerID], Int32(bitPattern: hello.attempt &- ended) <= 0 {
+            // A late path of an attempt that has ended (or of an older one): its end was
+            // reported already, so it is not shown again.
+            return self.refuse(request.id, .duplicate)
+        }
         peer.displayName = hello.displayName
         peer.incoming = SessionPeer.IncomingRequest(id: request.id, attempt: hello.attempt)
         self.peers[peerID] = peer
         self.requestOwners[request.id] = peerID
         self.reconcile(peerID)
         self.notify(.connectionRequest(peerID))
+    }
+
+    /// Remembers that the peer's request of `attempt` is over (answered, withdrawn, expired or
+    /// connected), for ``handleConnectionRequest(_:)``.
+    private mutating func noteEnded(_ attempt: UInt32, of peerID: UInt32) {
+        if self.endedAttempts[peerID] == nil, self.endedAttempts.count >= Self.rememberedNames, let any = self.endedAttempts.keys.first {
+            self.endedAttempts[any] = nil
+        }
+        self.endedAttempts[peerID] = attempt
     }
 
     private mutating func refuse(_ request: ConnectionRequest.ID, _ reason: SessionDenyReason) {
@@ -152,6 +168,7 @@ extension SessionMachine {
             return
         }
         self.peers[peerID]!.incoming = nil
+        self.noteEnded(request.attempt, of: peerID)
         let error: GKSessionError =
             switch reason {
             case .cancelled: .cancelledError
@@ -179,8 +196,9 @@ extension SessionMachine {
             self.withdrawPaths(attempt.links.filter { $0 != link })
             peer.outgoing = nil
             peer.displayName = welcome.displayName
-        } else if peer.incoming?.acceptedLink == link {
+        } else if let request = peer.incoming, request.acceptedLink == link {
             peer.incoming = nil
+            self.noteEnded(request.attempt, of: peerID)
         } else {
             return
         }
@@ -251,9 +269,10 @@ extension SessionMachine {
     mutating func handleLinkClosed(_ link: LinkID, _ reason: LinkCloseReason) {
         self.outboxes[link] = nil
         guard let peerID = self.linkOwners.removeValue(forKey: link), var peer = self.peers[peerID] else { return }
-        if peer.incoming?.acceptedLink == link {
+        if let request = peer.incoming, request.acceptedLink == link {
             // Accepted, but the requester never completed.
             peer.incoming = nil
+            self.noteEnded(request.attempt, of: peerID)
             self.peers[peerID] = peer
             let error: GKSessionError =
                 switch reason {

@@ -44,6 +44,10 @@ struct SessionMachine {
     var requestOwners: [ConnectionRequest.ID: UInt32] = [:]
     /// The last attempt number used in a hello.
     var lastAttempt: UInt32 = 0
+    /// Per peer, the attempt number of its last request that ended (answered, withdrawn or
+    /// expired): a path of that attempt or an older one arriving late is refused, never shown
+    /// again. At most `rememberedNames` peers.
+    var endedAttempts: [UInt32: UInt32] = [:]
     var outboxes: [LinkID: SessionOutbox] = [:]
     var formerNames: [UInt32: String] = [:]
     var statistics = GKSessionStatistics()

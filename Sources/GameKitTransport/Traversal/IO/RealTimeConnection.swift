@@ -140,8 +140,8 @@ public final class RealTimeConnection: @unchecked Sendable {
         }
         let settingsToUse = settings
         let box = NIOLockedValueBox<RealTimeConnection?>(nil)
+        // No SO_REUSEADDR: with it Linux may give two sockets one ephemeral port.
         return DatagramBootstrap(group: loop)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(RealTimeChannelHandler(connection: box))
