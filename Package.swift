@@ -179,6 +179,26 @@ let package = Package(
         ),
 
         // MARK: - Tests
+
+        // The lecture's and the guide's Game Kit code as a porter brings it over (Tests/Porting),
+        // built twice from the same files: in Swift 6 and in Swift 5 language mode.
+        .executableTarget(
+            name: "gk-port",
+            dependencies: ["OpenGameKit", "OpenGameKitVoice"],
+            path: "Tests/Porting/Lecture"
+        ),
+        .executableTarget(
+            name: "gk-port-swift5",
+            dependencies: ["OpenGameKit", "OpenGameKitVoice"],
+            path: "Tests/Porting/Swift5",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "PortingTests",
+            dependencies: [
+                "OpenGameKit", "NetworkImpairment",
+            ]
+        ),
         .testTarget(
             name: "GameKitTransportTests",
             dependencies: [
@@ -213,7 +233,7 @@ let package = Package(
         ),
         .target(
             name: "VoiceTestSupport",
-            dependencies: ["GameKitVoiceEngine"],
+            dependencies: ["GameKitVoiceEngine", "NetworkImpairment"],
             path: "Tests/VoiceTestSupport"
         ),
         .testTarget(

@@ -33,6 +33,12 @@ public enum SandboxScript {
             }
         }
 
+        /// The lines a program tagged `tag` printed (scripts prefix each program's output with
+        /// its tag), without the tag.
+        public func lines(tagged tag: String) -> [String] {
+            self.lines.filter { $0.hasPrefix("\(tag) ") }.map { String($0.dropFirst(tag.count + 1)) }
+        }
+
         /// JSON lines carrying `"tag": tag` (scripts prefix each program's output with its tag).
         public func objects(tagged tag: String) -> [[String: Any]] {
             self.lines.compactMap { line in
@@ -76,16 +82,20 @@ public enum SandboxScript {
         environment["PEER_PYTHON"] = self.peerPython.path
         environment["PEERS"] = self.packageRoot.appendingPathComponent("Tests/Peers").path
         process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
         let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let data = try process.runCollectingOutput {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        }
         process.waitUntilExit()
         killer.cancel()
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
         return Result(lines: lines, status: process.terminationStatus)
+    }
+
+    /// Bash that waits (at most 20 s) until `file` has `count` lines containing `text`, a fixed
+    /// string (not a pattern).
+    public static func awaitText(_ text: String, in file: String, count: Int = 1) -> String {
+        "for i in $(seq 400); do [ $(grep -cF -- '\(text)' \(file) 2>/dev/null || echo 0) -ge \(count) ] && break; sleep 0.05; done"
     }
 
     /// Bash that waits until `file` contains a "listening" line (at most 10 s).

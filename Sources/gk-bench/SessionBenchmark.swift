@@ -64,8 +64,8 @@ struct SessionBenchmark: AsyncParsableCommand {
 
     static func connect(rounds: Int) async throws -> [String: Any] {
         let id = "bench-connect-\(UInt32.random(in: 0...UInt32.max))"
-        let server = GKSession(sessionID: id, displayName: "Server", sessionMode: .server)
-        let client = GKSession(sessionID: id, displayName: "Client", sessionMode: .client)
+        let server: GKSession = GKSession(sessionID: id, displayName: "Server", sessionMode: .server)
+        let client: GKSession = GKSession(sessionID: id, displayName: "Client", sessionMode: .client)
         let serverWatch = Watcher(server, accept: true)
         let clientWatch = Watcher(client, accept: false)
         server.isAvailable = true
@@ -127,13 +127,13 @@ struct SessionBenchmark: AsyncParsableCommand {
 
     static func fanout(clients count: Int, seconds: Double) async throws -> [String: Any] {
         let id = "bench-fanout-\(UInt32.random(in: 0...UInt32.max))"
-        let server = GKSession(sessionID: id, displayName: "Server", sessionMode: .server)
+        let server: GKSession = GKSession(sessionID: id, displayName: "Server", sessionMode: .server)
         let serverWatch = Watcher(server, accept: true)
         server.isAvailable = true
         let latencies = NIOLockedValueBox<[Double]>([])
         var clients: [(GKSession, Watcher)] = []
         for index in 0..<count {
-            let client = GKSession(sessionID: id, displayName: "Client \(index)", sessionMode: .client)
+            let client: GKSession = GKSession(sessionID: id, displayName: "Client \(index)", sessionMode: .client)
             let watch = Watcher(client, accept: false)
             client.setDataReceiveHandler { data, _, _ in
                 guard data.count >= 8 else { return }
@@ -215,7 +215,7 @@ private final class Watcher: GKSessionDelegate, @unchecked Sendable {
         do {
             try session.acceptConnection(fromPeer: peerID)
         } catch {
-            self.failureCodes.withLockedValue { $0.append(-((error as? GKSessionError)?.rawValue ?? 1)) }
+            self.failureCodes.withLockedValue { $0.append(-((error as? GKSessionError)?.code.rawValue ?? 1)) }
         }
     }
 
@@ -225,7 +225,7 @@ private final class Watcher: GKSessionDelegate, @unchecked Sendable {
     var failures: [Int] { self.failureCodes.withLockedValue { $0 } }
 
     func session(_ session: GKSession, connectionWithPeerFailed peerID: String, withError error: Error) {
-        self.failureCodes.withLockedValue { $0.append((error as? GKSessionError)?.rawValue ?? -1) }
+        self.failureCodes.withLockedValue { $0.append((error as? GKSessionError)?.code.rawValue ?? -1) }
     }
 
     /// Polls `condition` every 200 µs for at most `seconds`.

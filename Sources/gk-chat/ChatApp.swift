@@ -53,21 +53,24 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
         self.picker.show()
     }
 
-    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? {
-        self.session
+    // The picker calls its delegate on the main queue.
+    nonisolated func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession {
+        MainActor.assumeIsolated { self.session }
     }
 
-    func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
-        self.openChat()
-        self.chat?.system("Connected to \(session.displayName(forPeer: peerID) ?? peerID)")
-        // In a room, the server's other members are already known.
-        for member in session.peers(with: .stateConnectedRelay) ?? [] {
-            self.chat?.system("\(session.displayName(forPeer: member) ?? member) is here")
+    nonisolated func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
+        MainActor.assumeIsolated {
+            self.openChat()
+            self.chat?.system("Connected to \(session.displayName(forPeer: peerID) ?? peerID)")
+            // In a room, the server's other members are already known.
+            for member in session.peers(with: .stateConnected) ?? [] where session.route(toPeer: member) != .direct {
+                self.chat?.system("\(session.displayName(forPeer: member) ?? member) is here")
+            }
         }
     }
 
-    func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {
-        self.quit()
+    nonisolated func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {
+        MainActor.assumeIsolated { self.quit() }
     }
 
     // MARK: - Chat
@@ -76,11 +79,11 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
     private func openRoom() {
         self.openChat()
         self.session.isAvailable = true
-        self.chat?.system("Room \"\(self.session.sessionID)\" open as \(self.session.displayName); waiting for clients")
+        self.chat?.system("Room \"\(self.session.sessionID!)\" open as \(self.session.displayName!); waiting for clients")
     }
 
     private func openChat() {
-        let screen = ChatScreen.make(title: "gk-chat — \(self.session.displayName)")
+        let screen = ChatScreen.make(title: "gk-chat — \(self.session.displayName!)")
         screen.onLine = { [weak self] line in self?.typed(line) }
         screen.onQuit = { [weak self] in self?.quit() }
         self.chat = screen
@@ -153,12 +156,11 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
         guard let chat = self.chat else { return }
         let name = self.session.displayName(forPeer: peerID) ?? peerID
         switch state {
-        case .stateConnected, .stateConnectedRelay:
+        case .stateConnected:
             chat.system("\(name) joined")
         case .stateDisconnected:
             chat.system("\(name) left")
-            let remaining = (self.session.peers(with: .stateConnected) ?? []) + (self.session.peers(with: .stateConnectedRelay) ?? [])
-            if self.mode != .server, remaining.isEmpty { self.backToPicker() }
+            if self.mode != .server, self.session.peers(with: .stateConnected).isEmpty { self.backToPicker() }
         default:
             break
         }

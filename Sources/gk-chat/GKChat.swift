@@ -46,9 +46,10 @@ struct GKChat: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
-        let session = GKSession(
+        let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: self.mode.sessionMode, password: self.password,
-            configuration: GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface))
+            configuration: GKSession.Configuration(
+                interfaceNames: self.interface.isEmpty ? nil : self.interface, relaysBetweenClients: self.mode == .server))
         let app = ChatApp(session: session, mode: self.mode, inviteTimeout: self.inviteTimeout)
         if let seconds = self.seconds {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { MainActor.assumeIsolated { app.quit() } }

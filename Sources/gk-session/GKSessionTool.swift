@@ -47,6 +47,9 @@ struct GKSessionTool: AsyncParsableCommand {
     @Option(help: "On each connection (direct or through the server), send this text (reliable) to the new peer.")
     var greet: String?
 
+    @Flag(help: "As a server, introduce clients to each other and relay between them.")
+    var relay = false
+
     @Option(help: "Disconnect timeout in seconds.")
     var disconnectTimeout: Double = 20
 
@@ -64,14 +67,16 @@ struct GKSessionTool: AsyncParsableCommand {
     func run() async throws {
         try NetworkSandbox.requireIsolation()
         let mode: GKSessionMode = self.mode == "server" ? .server : self.mode == "client" ? .client : .peer
-        let session = GKSession(sessionID: self.sessionID, displayName: self.name, sessionMode: mode, password: self.password)
+        let session: GKSession = GKSession(
+            sessionID: self.sessionID, displayName: self.name, sessionMode: mode, password: self.password,
+            configuration: GKSession.Configuration(relaysBetweenClients: self.relay))
         let agent = Agent(session: session, connect: self.connect, connectTimeout: self.connectTimeout, answer: self.answer, echo: self.echo, greet: self.greet)
         session.delegateQueue = agent.queue
         session.delegate = agent
         session.setDataReceiveHandler(agent, withContext: nil)
         session.disconnectTimeout = self.disconnectTimeout
         session.isAvailable = true
-        JSONLines.line(["event": "started", "peer": session.peerID, "name": self.name, "mode": self.mode])
+        JSONLines.line(["event": "started", "peer": session.peerID!, "name": self.name, "mode": self.mode])
         let stop = StopCondition(signals: [SIGINT])
         if !self.ignoreStdin {
             Thread.detachNewThread {
@@ -114,12 +119,14 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
 
     func session(_ session: GKSession, peer peerID: String, didChange state: GKPeerConnectionState) {
         let name = session.displayName(forPeer: peerID) ?? ""
-        JSONLines.line(["event": "state", "peer": peerID, "name": name, "state": Self.name(of: state)])
+        var line: [String: Any] = ["event": "state", "peer": peerID, "name": name, "state": Self.name(of: state)]
+        if state == .stateConnected, case .throughServer(let server)? = session.route(toPeer: peerID) { line["via"] = server }
+        JSONLines.line(line)
         if state == .stateAvailable, !self.connectedOnce, let target = self.connectTarget, target == "any" || target == name {
             self.connectedOnce = true
             session.connect(toPeer: peerID, withTimeout: self.connectTimeout)
         }
-        if state == .stateConnected || state == .stateConnectedRelay, let greet = self.greet {
+        if state == .stateConnected, let greet = self.greet {
             try? session.send(Data(greet.utf8), toPeers: [peerID], with: .reliable)
         }
     }
@@ -134,12 +141,12 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
     }
 
     func session(_ session: GKSession, connectionWithPeerFailed peerID: String, withError error: Error) {
-        let code = (error as? GKSessionError)?.rawValue ?? -1
+        let code = (error as? GKSessionError)?.code.rawValue ?? -1
         JSONLines.line(["event": "failed", "peer": peerID, "name": session.displayName(forPeer: peerID) ?? "", "code": code])
     }
 
     func session(_ session: GKSession, didFailWithError error: Error) {
-        JSONLines.line(["event": "error", "code": (error as? GKSessionError)?.rawValue ?? -1])
+        JSONLines.line(["event": "error", "code": (error as? GKSessionError)?.code.rawValue ?? -1])
     }
 
     func receiveData(_ data: Data, fromPeer peer: String, inSession session: GKSession, context: UnsafeMutableRawPointer?) {
@@ -158,11 +165,10 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
             do {
                 try self.session.sendData(toAllPeers: Data(argument.utf8), with: .reliable)
             } catch {
-                JSONLines.line(["event": "send-error", "code": (error as? GKSessionError)?.rawValue ?? -1])
+                JSONLines.line(["event": "send-error", "code": (error as? GKSessionError)?.code.rawValue ?? -1])
             }
         case "drop":
-            let peers = (self.session.peers(with: .stateConnected) ?? []) + (self.session.peers(with: .stateConnectedRelay) ?? [])
-            if let peer = peers.first(where: { self.session.displayName(forPeer: $0) == argument }) {
+            if let peer = self.session.peers(with: .stateConnected).first(where: { self.session.displayName(forPeer: $0) == argument }) {
                 self.session.disconnectPeer(fromAllPeers: peer)
             }
         case "leave":
@@ -183,7 +189,6 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
         case .stateConnected: "connected"
         case .stateDisconnected: "disconnected"
         case .stateConnecting: "connecting"
-        case .stateConnectedRelay: "relay"
         }
     }
 }

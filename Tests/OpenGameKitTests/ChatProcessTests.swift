@@ -16,19 +16,14 @@ struct ChatProcessTests {
         """
     }
 
-    /// Bash: wait (at most 20 s) until the output of `tag` has a line containing `text`.
-    static func await(_ tag: String, _ text: String) -> String {
-        "for i in $(seq 400); do grep -qF '\(text)' $d/\(tag) 2>/dev/null && break; sleep 0.05; done"
-    }
-
     /// Bash: wait (at most 20 s) until the output of `tag` has `count` lines containing `text`.
-    static func await(_ tag: String, _ text: String, count: Int) -> String {
-        "for i in $(seq 400); do [ $(grep -cF '\(text)' $d/\(tag) 2>/dev/null || echo 0) -ge \(count) ] && break; sleep 0.05; done"
+    static func await(_ tag: String, _ text: String, count: Int = 1) -> String {
+        SandboxScript.awaitText(text, in: "$d/\(tag)", count: count)
     }
 
     /// The lines each program printed, by tag.
     static func output(_ result: SandboxScript.Result, _ tag: String) -> [String] {
-        result.lines.filter { $0.hasPrefix("\(tag) ") }.map { String($0.dropFirst(tag.count + 1)) }
+        result.lines(tagged: tag)
     }
 
     static func run(_ body: String, tags: [String]) async throws -> SandboxScript.Result {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NetworkImpairment
 import OpenGameKit
 import Testing
@@ -30,21 +31,43 @@ final class RecordingPresenter: GKPeerPickerPresenter {
 
 /// The application side of a picker in the tests: gives a session, records what it is told.
 @MainActor
-final class RecordingPickerDelegate: GKPeerPickerControllerDelegate {
+final class RecordingPickerDelegate: @MainActor GKPeerPickerControllerDelegate {
     let session: GKSession
     private(set) var connected: [(peerID: String, session: GKSession)] = []
     private(set) var cancelled = 0
     private(set) var selected: [GKPeerPickerConnectionType] = []
 
+    /// What the application does with the session it is handed (as the lecture does: set its
+    /// delegate and data handler).
+    var onConnect: ((String, GKSession) -> Void)?
+
     init(session: GKSession) { self.session = session }
 
     func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType) { self.selected.append(type) }
-    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? { self.session }
+    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession { self.session }
     func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
         self.connected.append((peerID, session))
+        self.onConnect?(peerID, session)
     }
     func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) { self.cancelled += 1 }
 }
+
+/// A session delegate and data handler that notes what it hears, from any queue.
+final class SessionLog: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Sendable {
+    private let heard = NIOLockedValueBox<[String]>([])
+    var entries: [String] { self.heard.withLockedValue { $0 } }
+
+    func session(_ session: GKSession, peer peerID: String, didChange state: GKPeerConnectionState) {
+        self.heard.withLockedValue { $0.append("\(peerID) \(state)") }
+    }
+
+    func receiveData(_ data: Data, fromPeer peer: String, inSession session: GKSession, context: UnsafeMutableRawPointer?) {
+        self.heard.withLockedValue { $0.append("\(peer) sent \(String(decoding: data, as: UTF8.self))") }
+    }
+}
+
+/// A picker delegate that implements nothing: the picker's defaults decide.
+final class SilentPickerDelegate: GKPeerPickerControllerDelegate {}
 
 /// GKPeerPickerController over real sessions on the sandbox's loopback, drawn by a recording
 /// presenter: the whole flow as the application sees it.
@@ -103,7 +126,7 @@ struct PickerControllerTests {
         // Handed over: the pickers are gone, the sessions are the applications' own.
         #expect(!alicePicker.isVisible && !alice.isPresented && !bobPicker.isVisible && !bob.isPresented)
         #expect(aliceApp.session.delegate == nil && bobApp.session.delegate == nil)
-        #expect(aliceApp.session.peers(with: .stateConnected) == [bobApp.session.peerID])
+        #expect(aliceApp.session.peers(with: .stateConnected) == [bobApp.session.peerID!])
         await aliceApp.session.close()
         await bobApp.session.close()
     }
@@ -141,5 +164,114 @@ struct PickerControllerTests {
         #expect(app.cancelled == 0 && app.connected.isEmpty)
         #expect(!app.session.isAvailable)  // never started
         await app.session.close()
+    }
+
+    // MARK: - Behaviours as the reference describes them
+
+    @Test func theSessionForOfTheApplicationIsTheSessionThePickerUses() async throws {
+        try NetworkSandbox.requireIsolation()
+        let (picker, _, app) = Self.picker("Alice", sessionID: "picker-own-\(UInt32.random(in: 0...UInt32.max))")
+        picker.show()
+        #expect(picker.session === app.session)
+        #expect(app.session.isAvailable && app.session.delegate != nil)
+        picker.dismiss()
+        // Handed back: no longer the picker's, not available, still open.
+        #expect(picker.session == nil && app.session.delegate == nil && !app.session.isAvailable)
+        await app.session.close()
+    }
+
+    @Test func withoutSessionForThePickerMakesADefaultPeerSessionAndClosesItWhenDismissed() async throws {
+        try NetworkSandbox.requireIsolation()
+        let presenter = RecordingPresenter()
+        let delegate = SilentPickerDelegate()
+        let picker = GKPeerPickerController()
+        picker.presenter = presenter
+        picker.delegate = delegate
+        picker.show()
+        let session = try #require(picker.session)
+        #expect(session.sessionMode == .peer)
+        #expect(session.sessionID == URL(fileURLWithPath: CommandLine.arguments[0]).lastPathComponent)
+        #expect(session.isAvailable)
+        picker.dismiss()
+        #expect(await Self.until { session.description.contains("unavailable") })
+    }
+
+    @Test func aShownPickerKeepsItselfAliveUntilItIsDismissed() async throws {
+        try NetworkSandbox.requireIsolation()
+        let presenter = RecordingPresenter()
+        let app = RecordingPickerDelegate(session: GKSession(sessionID: "picker-alive", displayName: "Alice", sessionMode: .peer))
+        weak var shown: GKPeerPickerController?
+        weak var neverShown: GKPeerPickerController?
+        var unused: GKPeerPickerController? = GKPeerPickerController()
+        neverShown = unused
+        unused = nil
+        do {
+            let picker = GKPeerPickerController()
+            picker.presenter = presenter
+            picker.delegate = app
+            picker.show()
+            shown = picker
+        }
+        // The application let go of it, as Game Kit allowed from iOS 3.1 on: it stays up.
+        #expect(neverShown == nil)
+        #expect(shown?.isVisible == true && presenter.isPresented)
+        presenter.act(.cancel)
+        #expect(app.cancelled == 1)
+        #expect(await Self.until { shown == nil })
+        await app.session.close()
+    }
+
+    @Test func theDelegateSetAtTheHandOverHearsStateConnectedAndTheFirstData() async throws {
+        // The lecture's voice demo starts its chat on exactly that state change.
+        let ((_, alice, aliceApp), (_, bob, bobApp)) = try Self.twoShown()
+        let aliceLog = SessionLog()
+        let bobLog = SessionLog()
+        aliceApp.onConnect = { _, session in
+            session.delegate = aliceLog
+            session.setDataReceiveHandler(aliceLog, withContext: nil)
+        }
+        bobApp.onConnect = { peerID, session in
+            session.delegate = bobLog
+            // Sent the moment Bob has the session: Alice's handler, set in her own hand-over, gets it.
+            try? session.send(Data("first".utf8), toPeers: [peerID], with: .reliable)
+        }
+        #expect(await Self.until { alice.last?.peers.map(\.displayName) == ["Bob"] })
+        alice.act(.choose)
+        #expect(await Self.until { if case .invited = bob.last?.phase { true } else { false } })
+        bob.act(.accept)
+        let bobID = bobApp.session.peerID!
+        let aliceID = aliceApp.session.peerID!
+        #expect(await Self.until { aliceLog.entries.contains("\(bobID) sent first") })
+        #expect(aliceLog.entries == ["\(bobID) connected", "\(bobID) sent first"])
+        #expect(bobLog.entries == ["\(aliceID) connected"])
+        // Handed over as a pair: no longer offered to others.
+        #expect(!aliceApp.session.isAvailable && !bobApp.session.isAvailable)
+        await aliceApp.session.close()
+        await bobApp.session.close()
+    }
+
+    @Test func aPickerMadeAndShownOffTheMainThreadDrawsOnTheMainActor() async throws {
+        try NetworkSandbox.requireIsolation()
+        let presenter = RecordingPresenter()
+        let app = RecordingPickerDelegate(session: GKSession(sessionID: "picker-thread", displayName: "Alice", sessionMode: .peer))
+        let picker = await Task.detached { GKPeerPickerController() }.value
+        picker.presenter = presenter
+        picker.delegate = app
+        await Task.detached { picker.show() }.value
+        #expect(picker.isVisible)
+        #expect(await Self.until { presenter.isPresented && presenter.last?.phase == .searching })
+        #expect(picker.session === app.session)
+        await Task.detached { picker.dismiss() }.value
+        #expect(!picker.isVisible)
+        #expect(await Self.until { !presenter.isPresented })
+        await app.session.close()
+    }
+
+    @Test func aMaskWithNearbyIsKept() {
+        // A mask without .nearby stops the program (PortingTests runs that in a process of its own).
+        let picker = GKPeerPickerController()
+        #expect(picker.connectionTypesMask == .nearby)
+        picker.connectionTypesMask = [.online, .nearby]
+        #expect(picker.connectionTypesMask == [.nearby, .online])
     }
 }

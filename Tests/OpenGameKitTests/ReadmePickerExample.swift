@@ -4,7 +4,6 @@ import Foundation
 import OpenGameKit
 
 // BEGIN README EXAMPLE
-@MainActor
 final class Chat: GKPeerPickerControllerDelegate {
     let picker = GKPeerPickerController()
     var session: GKSession?

@@ -53,15 +53,21 @@ extension SessionTestNetwork {
         self.drain()
     }
 
-    /// A server and `count` clients (peer IDs 1…count), every client connected, all output dropped.
-    static func room(clients count: Int) throws -> (SessionTestNetwork, TestPeer, [TestPeer]) {
+    /// A server (relaying between its clients unless `relays` is false) and `count` clients
+    /// (peer IDs 1…count), every client connected, all output dropped.
+    static func room(clients count: Int, relays: Bool = true) throws -> (SessionTestNetwork, TestPeer, [TestPeer]) {
         let net = SessionTestNetwork()
-        let server = net.add("Server", 10, .server)
+        let server = net.add("Server", 10, .server, relays: relays)
         let clients = (1...count).map { net.add("Client \($0)", UInt32($0), .client) }
         net.start()
         for client in clients { try net.establish(client, server) }
         net.drain()
         return (net, server, clients)
+    }
+
+    /// The connected peers `peer` reaches through a server, in peer ID order.
+    func relayed(_ peer: TestPeer) -> [UInt32] {
+        self[peer].peers(in: .stateConnected).filter { self[peer].route(to: $0) != .direct }
     }
 
     /// Peers 1, 2, 3 in peer mode, each connected to the other two, all output dropped.

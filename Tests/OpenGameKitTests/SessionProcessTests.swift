@@ -58,11 +58,11 @@ struct SessionProcessTests {
         #expect(!Self.states(result, "S", name: "Client").contains("connected"))
     }
 
-    @Test func aServerRelaysBetweenItsClientsAndDisconnectPeerFromAllPeersReachesEveryone() async throws {
+    @Test func aServerThatOptsInRelaysBetweenItsClientsAndDisconnectPeerFromAllPeersReachesEveryone() async throws {
         let result = try await SandboxScript.run(
             """
             d=$(mktemp -d)
-            gk-session --session-id room --name Server --mode server --greet hello-from-server --seconds 30 --ignore-stdin > $d/s &
+            gk-session --session-id room --name Server --mode server --relay --greet hello-from-server --seconds 30 --ignore-stdin > $d/s &
             S=$!
             gk-session --session-id room --name Alice --mode client --connect Server --greet hello-from-alice --seconds 30 --ignore-stdin > $d/a &
             A=$!
@@ -80,9 +80,14 @@ struct SessionProcessTests {
             sed 's/^/S /' $d/s; sed 's/^/A /' $d/a; sed 's/^/B /' $d/b; rm -rf $d
             """)
         let output = result.lines.joined(separator: "\n")
-        // Alice and Bob reach each other through the server, each greeting arriving from the right peer.
-        #expect(Self.states(result, "A", name: "Bob").prefix(1) == ["relay"], "\(output)")
-        #expect(Self.states(result, "B", name: "Alice").prefix(1) == ["relay"], "\(output)")
+        // Alice and Bob reach each other through the server (connected, by way of the server),
+        // each greeting arriving from the right peer.
+        let server = Self.events(result, "S", "started").first?["peer"] as? String
+        #expect(server != nil, "\(output)")
+        #expect(Self.states(result, "A", name: "Bob").prefix(1) == ["connected"], "\(output)")
+        #expect(Self.states(result, "B", name: "Alice").prefix(1) == ["connected"], "\(output)")
+        #expect(Self.events(result, "A", "state").first { $0["name"] as? String == "Bob" }?["via"] as? String == server, "\(output)")
+        #expect(Self.events(result, "A", "state").first { $0["name"] as? String == "Server" && $0["state"] as? String == "connected" }?["via"] == nil)
         let aliceHeard = Self.events(result, "A", "data").map { "\($0["name"] ?? "") \($0["text"] ?? "")" }
         let bobHeard = Self.events(result, "B", "data").map { "\($0["name"] ?? "") \($0["text"] ?? "")" }
         #expect(aliceHeard.contains("Server hello-from-server") && aliceHeard.contains("Bob hello-from-bob"), "\(output)")
@@ -94,6 +99,34 @@ struct SessionProcessTests {
         #expect(!Self.states(result, "A", name: "Server").drop { $0 != "disconnected" }.contains("connected"), "\(output)")
         #expect(Self.states(result, "B", name: "Alice").last == "disconnected", "\(output)")
         #expect(Self.states(result, "S", name: "Bob").last == "connected", "\(output)")
+    }
+
+    @Test func aServersClientsTalkToTheServerOnlyAsInGameKit() async throws {
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            gk-session --session-id plainroom --name Server --mode server --seconds 30 --ignore-stdin > $d/s &
+            S=$!
+            gk-session --session-id plainroom --name Bob --mode client --connect Server --seconds 30 --ignore-stdin > $d/b &
+            B=$!
+            \(Self.await("$d/s", "\"name\":\"Bob\",.*\"state\":\"connected\""))
+            mkfifo $d/in
+            gk-session --session-id plainroom --name Alice --mode client --connect Server --seconds 30 < $d/in > $d/a &
+            A=$!
+            exec 3>$d/in
+            \(Self.await("$d/a", "\"name\":\"Server\",.*\"state\":\"connected\""))
+            echo "send to-all-from-alice" >&3
+            \(Self.await("$d/s", "to-all-from-alice"))
+            sleep 1
+            kill $S $A $B; exec 3>&-; wait
+            sed 's/^/S /' $d/s; sed 's/^/A /' $d/a; sed 's/^/B /' $d/b; rm -rf $d
+            """)
+        let output = result.lines.joined(separator: "\n")
+        // Alice's sendData(toAllPeers:) reaches the server, and only the server.
+        #expect(Self.events(result, "S", "data").map { $0["text"] as? String } == ["to-all-from-alice"], "\(output)")
+        #expect(Self.events(result, "B", "data").isEmpty, "\(output)")
+        // Neither client hears of the other.
+        #expect(Self.states(result, "A", name: "Bob").isEmpty && Self.states(result, "B", name: "Alice").isEmpty, "\(output)")
     }
 }
 

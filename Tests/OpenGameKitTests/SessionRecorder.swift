@@ -8,8 +8,8 @@ import Testing
 enum Heard: Equatable, Sendable {
     case state(String, GKPeerConnectionState)
     case request(String, name: String?)
-    case failed(String, GKSessionError)
-    case sessionFailed(GKSessionError)
+    case failed(String, GKSessionError.Code)
+    case sessionFailed(GKSessionError.Code)
     case data(String, Data)
 
     /// The peer the event is about, if any.
@@ -35,7 +35,7 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
 
     init(_ session: GKSession, answer: Answer = .accept) {
         self.session = session
-        self.queue = DispatchQueue(label: "recorder \(session.displayName)")
+        self.queue = DispatchQueue(label: "recorder \(session.displayName!)")
         self.answerBox = NIOLockedValueBox(answer)
         session.delegateQueue = self.queue
         session.delegate = self
@@ -63,7 +63,7 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
             do {
                 try session.acceptConnection(fromPeer: peerID)
             } catch {
-                FileHandle.standardError.write(Data("\(session.displayName) could not accept \(peerID): \(error)\n".utf8))
+                FileHandle.standardError.write(Data("\(session.displayName!) could not accept \(peerID): \(error)\n".utf8))
             }
         case .deny: session.denyConnection(fromPeer: peerID)
         case .none: break
@@ -71,11 +71,11 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     }
 
     func session(_ session: GKSession, connectionWithPeerFailed peerID: String, withError error: Error) {
-        self.heard.withLockedValue { $0.append(.failed(peerID, error as! GKSessionError)) }
+        self.heard.withLockedValue { $0.append(.failed(peerID, (error as! GKSessionError).code)) }
     }
 
     func session(_ session: GKSession, didFailWithError error: Error) {
-        self.heard.withLockedValue { $0.append(.sessionFailed(error as! GKSessionError)) }
+        self.heard.withLockedValue { $0.append(.sessionFailed((error as! GKSessionError).code)) }
     }
 
     func receiveData(_ data: Data, fromPeer peer: String, inSession session: GKSession, context: UnsafeMutableRawPointer?) {
@@ -94,7 +94,7 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
         }
         if condition(self.events) { return true }
         // A failed wait says what was heard instead, so a flaky run can be read afterwards.
-        let line = "\(self.session.displayName) (\(self.session.peerID)) waited \(seconds) s in vain; it heard \(self.events); \(self.diagnostics)\n"
+        let line = "\(self.session.displayName!) (\(self.session.peerID!)) waited \(seconds) s in vain; it heard \(self.events); \(self.diagnostics)\n"
         FileHandle.standardError.write(Data(line.utf8))
         return false
     }

@@ -80,10 +80,10 @@ final class SessionTestNetwork: @unchecked Sendable {
         _modify { yield &self.machines[peer.index] }
     }
 
-    func add(_ name: String, _ peerID: UInt32, _ mode: GKSessionMode, sessionID: String = "chess") -> TestPeer {
+    func add(_ name: String, _ peerID: UInt32, _ mode: GKSessionMode, sessionID: String = "chess", relays: Bool = false) -> TestPeer {
         let index = self.machines.count
         let identity = SessionMachine.Identity(
-            peerID: peerID, displayName: name, mode: mode, sessionKey: SessionHello.sessionKey(for: sessionID))
+            peerID: peerID, displayName: name, mode: mode, sessionKey: SessionHello.sessionKey(for: sessionID), relaysBetweenClients: relays)
         self.machines.append(SessionMachine(identity: identity, links: Port(network: self, node: index)))
         self.names.append(name)
         self.addresses.append(try! SocketAddress(ipAddress: "127.0.0.1", port: 40000 + index))

@@ -55,7 +55,7 @@ struct CallMachineTests {
         h.flush()
         #expect(h.events[0] == ["didStop bob nil"])
         #expect(h.events[1] == ["invited alice", "didNotStart alice 32009"])
-        #expect(throws: GKVoiceChatServiceError.invalidCallIDError) { _ = try h.machines[1].accept(7, now: h.now) }
+        #expect(throws: GKVoiceChatServiceError(.invalidCallIDError)) { _ = try h.machines[1].accept(7, now: h.now) }
     }
 
     @Test("Audio that cannot start: 32005 here, hang-up there; nobody hears didStart twice")
@@ -142,13 +142,13 @@ struct CallMachineTests {
     func invalidCalls() throws {
         var h = CallHarness()
         h.manualAnswers = true
-        #expect(throws: GKVoiceChatServiceError.invalidCallIDError) { _ = try h.machines[1].accept(999, now: h.now) }
+        #expect(throws: GKVoiceChatServiceError(.invalidCallIDError)) { _ = try h.machines[1].accept(999, now: h.now) }
         try h.start(0, callID: 7)
         h.flush()
         _ = try h.machines[1].accept(7, now: h.now)
-        #expect(throws: GKVoiceChatServiceError.methodCurrentlyInvalidError) { _ = try h.machines[1].accept(7, now: h.now) }
-        #expect(throws: GKVoiceChatServiceError.methodCurrentlyInvalidError) { try h.start(0, callID: 9) }
-        #expect(throws: GKVoiceChatServiceError.methodCurrentlyInvalidError) { _ = try h.machines[1].start("carol", callID: 9, now: h.now) }
+        #expect(throws: GKVoiceChatServiceError(.methodCurrentlyInvalidError)) { _ = try h.machines[1].accept(7, now: h.now) }
+        #expect(throws: GKVoiceChatServiceError(.methodCurrentlyInvalidError)) { try h.start(0, callID: 9) }
+        #expect(throws: GKVoiceChatServiceError(.methodCurrentlyInvalidError)) { _ = try h.machines[1].start("carol", callID: 9, now: h.now) }
         #expect(h.machines[1].deny(12345).isEmpty)
     }
 

@@ -27,7 +27,7 @@ final class VoiceClient: GKVoiceChatClient {
 
 /// Calls a connected peer. Keep `client` alive yourself: the service holds it weakly.
 func call(_ peerID: String, through client: VoiceClient) throws {
-    let voice = GKVoiceChatService.default()
+    let voice: GKVoiceChatService = GKVoiceChatService.default()
     voice.configuration.stunServers = [.init(host: "192.0.2.10")]
     voice.configuration.turnServers = [.init(host: "192.0.2.10", username: "me", password: "secret")]
     voice.client = client

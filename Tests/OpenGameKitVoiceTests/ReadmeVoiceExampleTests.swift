@@ -20,7 +20,7 @@ struct ReadmeVoiceExampleTests {
     /// The example's client as a service sees it: its participant ID is the session's peer ID
     /// (no socket is opened: the session is never made available).
     @Test func theExampleClientNamesItsSessionsPeer() {
-        let session = GKSession(sessionID: "readme-voice", displayName: "Alice", sessionMode: .peer)
+        let session: GKSession = GKSession(sessionID: "readme-voice", displayName: "Alice", sessionMode: .peer)
         let client = VoiceClient(session: session)
         #expect(client.participantID() == session.peerID)
     }

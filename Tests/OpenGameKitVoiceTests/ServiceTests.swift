@@ -54,11 +54,11 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didNotStartWithParticipantID participantID: String, error: Error?) {
-        self.record("didNotStart \(participantID) \((error as? GKVoiceChatServiceError)?.rawValue ?? 0)")
+        self.record("didNotStart \(participantID) \(((error) as? GKVoiceChatServiceError)?.code.rawValue ?? 0)")
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didStopWithParticipantID participantID: String, error: Error?) {
-        self.record("didStop \(participantID) \((error as? GKVoiceChatServiceError)?.rawValue ?? 0)")
+        self.record("didStop \(participantID) \(((error) as? GKVoiceChatServiceError)?.code.rawValue ?? 0)")
     }
 }
 
@@ -154,13 +154,13 @@ struct ServiceTests {
     @Test("Without a client, starting throws 32006; bad IDs and calls throw their codes")
     func misuse() throws {
         let service = GKVoiceChatService()
-        #expect(throws: GKVoiceChatServiceError.uninitializedClientError) { try service.startVoiceChat(withParticipantID: "bob") }
+        #expect(throws: GKVoiceChatServiceError(.uninitializedClientError)) { try service.startVoiceChat(withParticipantID: "bob") }
         let (alice, bob, aliceClient, bobClient) = Self.pair()
         defer { withExtendedLifetime((bob, aliceClient, bobClient)) {} }
-        #expect(throws: GKVoiceChatServiceError.invalidParameterError) { try alice.startVoiceChat(withParticipantID: "") }
-        #expect(throws: GKVoiceChatServiceError.invalidCallIDError) { try alice.acceptCallID(-1) }
-        #expect(throws: GKVoiceChatServiceError.invalidCallIDError) { try alice.acceptCallID(42) }
-        let error = GKVoiceChatServiceError.remoteParticipantBusyError as NSError
+        #expect(throws: GKVoiceChatServiceError(.invalidParameterError)) { try alice.startVoiceChat(withParticipantID: "") }
+        #expect(throws: GKVoiceChatServiceError(.invalidCallIDError)) { try alice.acceptCallID(-1) }
+        #expect(throws: GKVoiceChatServiceError(.invalidCallIDError)) { try alice.acceptCallID(42) }
+        let error = GKVoiceChatServiceError(.remoteParticipantBusyError) as NSError
         #expect(error.domain == GKVoiceChatServiceErrorDomain && error.code == 32008)
         #expect("\(GKVoiceChatServiceError.remoteParticipantBusyError)" == "GKVoiceChatServiceRemoteParticipantBusyError (32008)")
     }

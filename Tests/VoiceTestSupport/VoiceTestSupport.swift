@@ -1,5 +1,6 @@
 import Foundation
 import GameKitVoiceEngine
+import NetworkImpairment
 
 /// Signals and measurements the voice tests (engine and chat service) share.
 public enum VoiceTestSupport {
@@ -35,10 +36,7 @@ public enum VoiceTestSupport {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        do { try process.run() } catch { return "" }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        guard let data = try? process.runCollectingOutput() else { return "" }
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
     }

@@ -30,8 +30,7 @@ final class SessionCore: @unchecked Sendable {
     private var disconnectTimeout: TimeAmount
     private var discovery: DiscoveryEndpoint?
     private var registration: ServiceRegistration?
-    private var advertisedBusy: Bool?
-    private var wantAdvertise: Bool?  // nil: withdrawn; else the busy flag
+    private var wantAdvertise = false
     private var wantBrowse = false
     private var browser: ServiceBrowser?
     private var browserGeneration = 0
@@ -79,8 +78,8 @@ final class SessionCore: @unchecked Sendable {
     private func flushLocked() {
         for command in self.machine.takeDiscoveryCommands() {
             switch command {
-            case .advertise(let busy): self.wantAdvertise = busy
-            case .withdraw: self.wantAdvertise = nil
+            case .advertise: self.wantAdvertise = true
+            case .withdraw: self.wantAdvertise = false
             case .startBrowsing: self.wantBrowse = true
             case .stopBrowsing: self.wantBrowse = false
             }
@@ -115,7 +114,7 @@ final class SessionCore: @unchecked Sendable {
             self.startTask = task
             return task
         }
-        guard let task else { return .cannotEnableError }
+        guard let task else { return GKSessionError(.cannotEnableError) }
         let error = await task.value
         if error != nil { self.lock.withLock { self.startTask = nil } }
         return error
@@ -148,7 +147,7 @@ final class SessionCore: @unchecked Sendable {
             }
             try? self.perform { machine in machine.discoveryFailed() }
             self.lock.withLock { if self.phase == .starting { self.phase = .idle } }
-            return .cannotEnableError
+            return GKSessionError(.cannotEnableError)
         }
     }
 
@@ -191,7 +190,7 @@ final class SessionCore: @unchecked Sendable {
             self.roomWaiters.removeAll()
             return (discovery, waiters)
         }
-        for waiter in waiters { waiter.resume(returning: .failed(.notConnectedError)) }
+        for waiter in waiters { waiter.resume(returning: .failed(GKSessionError(.notConnectedError))) }
         if let endpoint = self.slot.current {
             self.slot.install(nil)
             await endpoint.shutdown()
@@ -218,22 +217,14 @@ final class SessionCore: @unchecked Sendable {
 
     private func syncDiscoveryLocked() {
         guard self.phase == .running, let discovery = self.discovery, let port = self.transportPort else { return }
-        let advertisement = { (busy: Bool) in
-            PeerAdvertisement(peerID: String(self.identity.peerID), displayName: self.identity.displayName, isBusy: busy, transportPort: UInt16(port))
-        }
         switch (self.wantAdvertise, self.registration) {
-        case (let busy?, nil):
-            let ad = advertisement(busy)
+        case (true, nil):
+            let ad = PeerAdvertisement(peerID: String(self.identity.peerID), displayName: self.identity.displayName, transportPort: UInt16(port))
             let service = ServiceDescription(instanceName: ad.instanceName, serviceType: self.serviceType, port: UInt16(port), txt: ad.txtRecord)
             self.registration = try? discovery.register(service)
-            self.advertisedBusy = busy
-        case (let busy?, let registration?) where busy != self.advertisedBusy:
-            try? registration.updateTXT(advertisement(busy).txtRecord)
-            self.advertisedBusy = busy
-        case (nil, let registration?):
+        case (false, let registration?):
             registration.withdraw()
             self.registration = nil
-            self.advertisedBusy = nil
         default:
             break
         }

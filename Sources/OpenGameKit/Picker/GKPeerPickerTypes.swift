@@ -1,7 +1,9 @@
 /// The kinds of connection a peer picker offers (Game Kit's `GKPeerPickerConnectionType`).
 public struct GKPeerPickerConnectionType: OptionSet, Sendable, Hashable {
+    /// The bits: online 1 << 0, nearby 1 << 1, as in Game Kit.
     public let rawValue: UInt
 
+    /// A mask from its bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
 
     /// Over the Internet: the picker only reports the choice; the application does the rest.
@@ -10,28 +12,38 @@ public struct GKPeerPickerConnectionType: OptionSet, Sendable, Hashable {
     public static let nearby = GKPeerPickerConnectionType(rawValue: 1 << 1)
 }
 
-/// What a peer picker tells its application. Every method has a default, so an application
-/// implements only what it needs; like Game Kit's, it is called on the main thread.
-@MainActor
+/// What a peer picker tells its application (Game Kit's `GKPeerPickerControllerDelegate`). Every
+/// method has a default, as Game Kit's are optional, so an application implements only what it
+/// needs. The picker calls it on its ``GKPeerPickerController/delegateQueue``: the main queue
+/// unless changed, like Game Kit's.
 public protocol GKPeerPickerControllerDelegate: AnyObject {
     /// The user chose a connection type (asked only when `connectionTypesMask` has more than one).
     /// After `.online` the picker dismisses itself: the application shows its own interface.
     func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType)
-    /// The session the picker should use; nil (the default) makes the picker create a `.peer`
-    /// session with the default session ID and display name. The picker sets itself as the
-    /// session's delegate while it is visible and makes the session available.
-    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession?
+    /// The session the picker should use. The picker sets itself as the session's delegate while
+    /// it is visible and makes the session available. The default, as in Game Kit, is a new
+    /// `.peer` session with the default session ID and display name, which the picker closes if
+    /// it is dismissed before a peer connects.
+    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession
     /// A peer is connected: the application takes the session over (its delegate and data
-    /// handler are the application's to set) and the picker has dismissed itself.
+    /// handler are the application's to set) and the picker has dismissed itself. A delegate the
+    /// application sets on the session here then hears `.stateConnected` for this peer.
     func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession)
     /// The user cancelled; the picker has dismissed itself.
     func peerPickerControllerDidCancel(_ picker: GKPeerPickerController)
 }
 
 extension GKPeerPickerControllerDelegate {
+    /// Does nothing.
     public func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType) {}
-    public func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? { nil }
+    /// A new `.peer` session with the default session ID and display name, owned by the picker
+    /// until it is handed over.
+    public func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession {
+        picker.makeDefaultSession()
+    }
+    /// Does nothing.
     public func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {}
+    /// Does nothing.
     public func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {}
 }
 
@@ -118,10 +130,11 @@ public enum GKPeerPickerAction: Hashable, Sendable {
     case close
 }
 
-/// Draws a picker and reports what the user does. The picker calls it on the main actor;
-/// `actions` must be called there too. A GUI toolkit can draw the same picker with its own.
+/// Draws a picker and reports what the user does. The picker calls it on the main actor, whatever
+/// queue the picker works on; `actions` must be called there too. A GUI toolkit can draw the
+/// same picker with its own.
 @MainActor
-public protocol GKPeerPickerPresenter: AnyObject {
+public protocol GKPeerPickerPresenter: AnyObject, Sendable {
     /// Starts showing `screen`; the user's actions go to `actions`.
     func present(_ screen: GKPeerPickerScreen, actions: @escaping @MainActor (GKPeerPickerAction) -> Void)
     /// Shows a changed screen.

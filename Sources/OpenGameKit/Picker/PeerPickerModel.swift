@@ -31,19 +31,21 @@ struct PeerPickerModel: Sendable {
         self.screen = GKPeerPickerScreen(phase: .finished)
     }
 
+    /// The oldest effect not yet taken.
+    mutating func takeEffect() -> Effect? {
+        self.effects.isEmpty ? nil : self.effects.removeFirst()
+    }
+
     mutating func takeEffects() -> [Effect] {
         defer { self.effects.removeAll() }
         return self.effects
     }
 
-    /// `show()`: ask for the type when there is a choice, else start searching nearby.
+    /// `show()`: ask for the type when online is offered too, else start searching nearby (the
+    /// controller refuses a mask without `.nearby`, as Game Kit does).
     mutating func start() {
-        let options = [GKPeerPickerConnectionType.nearby, .online].filter { self.connectionTypes.contains($0) }
-        if options.count > 1 {
-            self.screen = GKPeerPickerScreen(phase: .choosingConnectionType(options))
-        } else if options == [.online] {
-            self.screen = GKPeerPickerScreen(phase: .finished)
-            self.effects += [.selectedConnectionType(.online), .finishedOnline]
+        if self.connectionTypes.contains(.online) {
+            self.screen = GKPeerPickerScreen(phase: .choosingConnectionType([.nearby, .online]))
         } else {
             self.screen = GKPeerPickerScreen(phase: .searching)
             self.effects.append(.startSession)
@@ -135,10 +137,12 @@ struct PeerPickerModel: Sendable {
                 self.screen = GKPeerPickerScreen(phase: .connected(invited))
                 self.effects.append(.connected(invited))
             default:
+                // Connected otherwise (its own invitation accepted elsewhere, or through a
+                // server): nothing to invite.
                 self.remove(peer.peerID)
             }
-        case .stateUnavailable, .stateDisconnected, .stateConnectedRelay:
-            // Busy with someone else, gone, or reached through a server: not on the list to invite.
+        case .stateUnavailable, .stateDisconnected:
+            // No longer available, or gone: not on the list to invite.
             self.remove(peer.peerID)
         case .stateConnecting:
             break  // our own attempt, or theirs: the list stays as it is
@@ -163,7 +167,7 @@ struct PeerPickerModel: Sendable {
 
     /// `session(_:connectionWithPeerFailed:withError:)`.
     mutating func connectionFailed(with peer: GKPeerPickerPeer, error: any Error) {
-        let code = (error as? GKSessionError)
+        let code = (error as? GKSessionError)?.code
         switch self.screen.phase {
         case .inviting(let invited) where invited.peerID == peer.peerID:
             // In progress: they asked us at the same moment; their request comes next.
@@ -187,7 +191,7 @@ struct PeerPickerModel: Sendable {
         }
     }
 
-    private static func notice(for peer: GKPeerPickerPeer, code: GKSessionError?, error: any Error) -> GKPeerPickerNotice {
+    private static func notice(for peer: GKPeerPickerPeer, code: GKSessionError.Code?, error: any Error) -> GKPeerPickerNotice {
         switch code {
         case .declinedError?: .declined(peer)
         case .timedOutError?: .noAnswer(peer)

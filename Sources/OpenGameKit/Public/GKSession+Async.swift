@@ -94,7 +94,7 @@ struct Subscribers {
                 let request = GKSession.ConnectionRequest(peerID: String(peer), displayName: names[peer])
                 for continuation in self.connectionRequests.values { continuation.yield(request) }
             case .connectionFailed(let peer, let error) where !self.connectionFailures.isEmpty:
-                for continuation in self.connectionFailures.values { continuation.yield(.init(peerID: String(peer), error: error)) }
+                for continuation in self.connectionFailures.values { continuation.yield(.init(peerID: String(peer), error: GKSessionError(error))) }
             case .received(let buffer, let peer, let mode) where !self.messages.isEmpty:
                 let message = GKSession.Message(data: Data(buffer.readableBytesView), peerID: String(peer), mode: mode == .reliable ? .reliable : .unreliable)
                 for continuation in self.messages.values { continuation.yield(message) }

@@ -15,7 +15,7 @@ import Darwin
 /// reliably and in order or unreliably.
 ///
 /// ```swift
-/// let session = GKSession(sessionID: "chess", displayName: "Alice", sessionMode: .peer)
+/// let session: GKSession = GKSession(sessionID: "chess", displayName: "Alice", sessionMode: .peer)
 /// session.delegate = self
 /// session.setDataReceiveHandler(self, withContext: nil)
 /// session.isAvailable = true
@@ -23,43 +23,24 @@ import Darwin
 /// try session.sendData(toAllPeers: Data("hello".utf8), with: .reliable)
 /// ```
 ///
-/// Every method may be called from any thread. The delegate and the data handler are called on
-/// ``delegateQueue`` (the main queue, as in Game Kit): a command-line program must run the main
-/// queue (`dispatchMain()`, an async `main`, or `RunLoop.main.run()`), or set another queue.
-public final class GKSession: @unchecked Sendable {
+/// The class has the shape Swift gives Apple's: an open subclass of `NSObject`, implicitly
+/// unwrapped strings where Apple's header has no nullability, `throws` where Objective-C had an
+/// error out-parameter. Every method may be called from any thread. The delegate and the data
+/// handler are called on ``delegateQueue``: the main queue, as in Game Kit. A command-line program
+/// runs the main queue with `RunLoop.main.run()`, which calls them on the main thread; under
+/// `dispatchMain()` or an `async` `main`, Linux runs the main queue on another thread, so calls
+/// come one at a time on the main queue but not on the main thread.
+open class GKSession: NSObject, @unchecked Sendable {
     /// The largest data one reliable send carries: 1 MiB (Game Kit: about 87 KB).
     public static let maximumReliableDataSize = 1 << 20
     /// The largest data one unreliable send carries: 96 KiB, sent as fragments and delivered
     /// whole or not at all.
     public static let maximumUnreliableDataSize = 96 << 10
 
-    /// Network options of a session (a Swift-only addition).
-    public struct Configuration: Sendable {
-        /// Interfaces to discover peers on, by name (e.g. `["eth0"]`). Nil: the environment
-        /// variable `OGK_DISCOVERY_INTERFACES` (comma-separated) if set, else every interface
-        /// that is up, multicast-capable and addressed.
-        public var interfaceNames: [String]?
-        /// The local address of the session's UDP socket: nil for every address (IPv6 and IPv4
-        /// when the system allows, else IPv4 only).
-        public var bindAddress: String?
-        /// The UDP port of the session's socket; 0 picks a free one.
-        public var port: Int = 0
-
-        public init(interfaceNames: [String]? = nil, bindAddress: String? = nil, port: Int = 0) {
-            self.interfaceNames = interfaceNames
-            self.bindAddress = bindAddress
-            self.port = port
-        }
-    }
-
-    /// The session's identifier: only sessions with the same ID see each other.
-    public let sessionID: String
-    /// The name others see for this peer.
-    public let displayName: String
-    /// This peer's ID: a random 32-bit number as a decimal string.
-    public let peerID: String
-    /// How the session finds and is found.
-    public let sessionMode: GKSessionMode
+    private let identifier: String
+    private let name: String
+    private let ownPeerID: String
+    private let mode: GKSessionMode
 
     let core: SessionCore
     private let callbacks = NIOLockedValueBox(Callbacks())
@@ -74,24 +55,44 @@ public final class GKSession: @unchecked Sendable {
         var disconnectTimeout: TimeInterval = 20
     }
 
-    /// Creates a session. A nil `sessionID` is derived from the executable's name, a nil
-    /// `displayName` is the host name. `password` (a Swift-only addition) keeps anyone without
-    /// it from connecting or even asking to: it is mixed into every link's key exchange.
+    /// Creates a session (Game Kit's `initWithSessionID:displayName:sessionMode:`). A nil
+    /// `sessionID` is derived from the executable's name, a nil `name` is the host name. Never
+    /// nil here; the result is implicitly unwrapped because Apple's is.
     ///
     /// Nothing touches the network until ``isAvailable`` is set (or ``start()`` is called).
+    public init!(sessionID: String!, displayName name: String!, sessionMode mode: GKSessionMode) {
+        (self.identifier, self.name, self.ownPeerID, self.mode, self.core) =
+            Self.parts(sessionID: sessionID, displayName: name, sessionMode: mode, password: nil, configuration: Configuration())
+        super.init()
+        self.connectDelivery()
+    }
+
+    /// Creates a session with a password and network options (a Swift-only addition; the
+    /// result is not optional). `password` keeps anyone without it from connecting or even
+    /// asking to: it is mixed into every link's key exchange.
     public init(sessionID: String?, displayName: String?, sessionMode: GKSessionMode, password: String? = nil, configuration: Configuration = Configuration()) {
+        (self.identifier, self.name, self.ownPeerID, self.mode, self.core) =
+            Self.parts(sessionID: sessionID, displayName: displayName, sessionMode: sessionMode, password: password, configuration: configuration)
+        super.init()
+        self.connectDelivery()
+    }
+
+    private static func parts(
+        sessionID: String?, displayName: String?, sessionMode: GKSessionMode, password: String?, configuration: Configuration
+    ) -> (String, String, String, GKSessionMode, SessionCore) {
         let sessionID = sessionID ?? Self.executableName()
         let displayName = displayName ?? Self.hostName()
         let peerID = UInt32.random(in: 1...UInt32.max)
-        self.sessionID = sessionID
-        self.displayName = displayName
-        self.peerID = String(peerID)
-        self.sessionMode = sessionMode
         let identity = SessionMachine.Identity(
-            peerID: peerID, displayName: displayName, mode: sessionMode, sessionKey: SessionHello.sessionKey(for: sessionID))
-        self.core = SessionCore(
+            peerID: peerID, displayName: displayName, mode: sessionMode, sessionKey: SessionHello.sessionKey(for: sessionID),
+            relaysBetweenClients: configuration.relaysBetweenClients)
+        let core = SessionCore(
             identity: identity, serviceType: ServiceType(sessionIdentifier: sessionID), password: password,
             configuration: configuration, disconnectTimeout: .seconds(20))
+        return (sessionID, displayName, String(peerID), sessionMode, core)
+    }
+
+    private func connectDelivery() {
         self.core.setDeliver { [weak self] notifications, names in self?.deliver(notifications, names: names) }
     }
 
@@ -102,23 +103,33 @@ public final class GKSession: @unchecked Sendable {
 
     // MARK: - Properties
 
+    /// The session's identifier: only sessions with the same ID see each other.
+    open var sessionID: String! { self.identifier }
+    /// The name others see for this peer.
+    open var displayName: String! { self.name }
+    /// This peer's ID: a random 32-bit number as a decimal string.
+    open var peerID: String! { self.ownPeerID }
+    /// How the session finds and is found.
+    open var sessionMode: GKSessionMode { self.mode }
+
     /// The delegate (held weakly), called on ``delegateQueue``.
-    public var delegate: (any GKSessionDelegate)? {
+    open var delegate: (any GKSessionDelegate)! {
         get { self.callbacks.withLockedValue { $0.delegate } }
         set { self.callbacks.withLockedValue { $0.delegate = newValue } }
     }
 
     /// Where the delegate and the data handler are called: the main queue unless changed (a
     /// Swift-only addition). Calls are made one at a time, in order.
-    public var delegateQueue: DispatchQueue {
+    open var delegateQueue: DispatchQueue {
         get { self.callbacks.withLockedValue { $0.queue } }
         set { self.callbacks.withLockedValue { $0.queue = newValue } }
     }
 
-    /// Whether the session is visible and looking: true makes a server or peer advertise and a
-    /// client or peer browse; false withdraws the advertisement (others see this peer
-    /// `.stateUnavailable`) and stops browsing, keeping existing connections.
-    public var isAvailable: Bool {
+    /// Whether the session is visible and looking (default false). While true a server or peer
+    /// advertises itself and a client or peer browses, connected or not; false withdraws the
+    /// advertisement (others see this peer `.stateUnavailable`) and stops browsing, keeping
+    /// existing connections.
+    open var isAvailable: Bool {
         get { self.core.read { $0.isAvailable } }
         set {
             try? self.core.perform { machine in machine.setAvailable(newValue) }
@@ -131,7 +142,7 @@ public final class GKSession: @unchecked Sendable {
 
     /// Seconds a connected peer may stay silent before it is disconnected (default 20). Applies
     /// to connections already open too.
-    public var disconnectTimeout: TimeInterval {
+    open var disconnectTimeout: TimeInterval {
         get { self.callbacks.withLockedValue { $0.disconnectTimeout } }
         set {
             let seconds = newValue.isFinite && newValue > 0 ? newValue : 20
@@ -148,10 +159,15 @@ public final class GKSession: @unchecked Sendable {
     /// The transport endpoint's counters, once bound (handshakes, drops; for diagnostics).
     var transportStatistics: EndpointStatistics? { self.core.transportStatistics }
 
+    /// "<GKSession Alice (peer 1234) sessionID chess, mode peer, available>".
+    open override var description: String {
+        "<GKSession \(self.name) (peer \(self.ownPeerID)) sessionID \(self.identifier), mode \(self.mode), \(self.isAvailable ? "available" : "unavailable")>"
+    }
+
     /// Binds the session's socket and joins discovery, returning once both are ready (a
     /// Swift-only addition; setting ``isAvailable`` does the same in the background).
     ///
-    /// - Throws: ``GKSessionError/cannotEnableError`` when no network interface can be used
+    /// - Throws: ``GKSessionError/Code/cannotEnableError`` when no network interface can be used
     ///   (the delegate hears it too).
     public func start() async throws(GKSessionError) {
         if let error = await self.core.start() { throw error }
@@ -172,8 +188,8 @@ public final class GKSession: @unchecked Sendable {
     /// `session(_:connectionWithPeerFailed:withError:)`: declined, timed out (after `timeout`
     /// seconds; 0 waits as long as the peer is there), cancelled, in progress (the peer asked
     /// first), peer not found.
-    public func connect(toPeer peerID: String, withTimeout timeout: TimeInterval) {
-        guard let id = UInt32(peerID) else {
+    open func connect(toPeer peerID: String!, withTimeout timeout: TimeInterval) {
+        guard let id = peerID.flatMap(UInt32.init) else {
             try? self.core.perform { machine in machine.notify(.connectionFailed(0, .peerNotFoundError)) }
             return
         }
@@ -182,74 +198,90 @@ public final class GKSession: @unchecked Sendable {
     }
 
     /// Withdraws a connection request; both sides hear `GKSessionCancelledError`.
-    public func cancelConnect(toPeer peerID: String) {
-        guard let id = UInt32(peerID) else { return }
+    open func cancelConnect(toPeer peerID: String!) {
+        guard let id = peerID.flatMap(UInt32.init) else { return }
         try? self.core.perform { machine in machine.cancelConnect(to: id) }
     }
 
     /// Accepts a peer's connection request; both sides then see `.stateConnected`.
     ///
-    /// - Throws: ``GKSessionError/peerNotFoundError`` when no request from that peer awaits an
-    ///   answer.
-    public func acceptConnection(fromPeer peerID: String) throws {
-        guard let id = UInt32(peerID) else { throw GKSessionError.peerNotFoundError }
+    /// - Throws: ``GKSessionError/Code/peerNotFoundError`` when no request from that peer awaits
+    ///   an answer.
+    open func acceptConnection(fromPeer peerID: String!) throws {
+        guard let id = peerID.flatMap(UInt32.init) else { throw GKSessionError(.peerNotFoundError) }
         try self.core.perform { machine throws(GKSessionError) in try machine.accept(id) }
     }
 
     /// Declines a peer's connection request; the peer hears `GKSessionDeclinedError`.
-    public func denyConnection(fromPeer peerID: String) {
-        guard let id = UInt32(peerID) else { return }
+    open func denyConnection(fromPeer peerID: String!) {
+        guard let id = peerID.flatMap(UInt32.init) else { return }
         try? self.core.perform { machine in machine.deny(id) }
     }
 
     // MARK: - Disconnecting
 
     /// Disconnects from every peer; each becomes `.stateDisconnected`.
-    public func disconnectFromAllPeers() {
+    open func disconnectFromAllPeers() {
         try? self.core.perform { machine in machine.disconnectFromAllPeers() }
     }
 
     /// Makes every member of the session drop a peer (the peer itself included).
-    public func disconnectPeer(fromAllPeers peerID: String) {
-        guard let id = UInt32(peerID) else { return }
+    open func disconnectPeer(fromAllPeers peerID: String!) {
+        guard let id = peerID.flatMap(UInt32.init) else { return }
         try? self.core.perform { machine in machine.disconnectPeerFromAllPeers(id) }
     }
 
     // MARK: - Peers
 
-    /// The peers in a state: available, unavailable (busy), connecting (either direction),
-    /// connected, or connected through a server. Nil when there are none, as in Game Kit.
-    public func peers(with state: GKPeerConnectionState) -> [String]? {
-        self.core.read { $0.peers(in: state) }?.map(String.init)
+    /// The peers in a state: available, unavailable, connecting (either direction) or
+    /// connected. Empty, not nil, when there are none: Game Kit's nil meant an empty list in
+    /// Objective-C, and in Swift a nil here would trap in `for peer in session.peers(with: …)`.
+    /// (Apple's Swift type is `[Any]!`; these are the same peer ID strings, typed.)
+    open func peers(with state: GKPeerConnectionState) -> [String]! {
+        self.core.read { $0.peers(in: state) }.map(String.init)
     }
 
     /// A peer's display name; nil for a peer the session never knew. `peerID` may be this
     /// session's own.
-    public func displayName(forPeer peerID: String) -> String? {
-        guard let id = UInt32(peerID) else { return nil }
+    open func displayName(forPeer peerID: String!) -> String! {
+        guard let id = peerID.flatMap(UInt32.init) else { return nil }
         return self.core.read { $0.displayName(of: id) }
+    }
+
+    /// How a connected peer is reached: directly, or through the server of a room that relays
+    /// between its clients; nil for a peer that is not connected (a Swift-only addition).
+    public func route(toPeer peerID: String) -> PeerRoute? {
+        guard let id = UInt32(peerID) else { return nil }
+        return self.core.read { machine -> PeerRoute? in
+            switch machine.route(to: id) {
+            case .direct?: .direct
+            case .server(let server)?: .throughServer(String(server))
+            case nil: nil
+            }
+        }
     }
 
     // MARK: - Sending
 
     /// Queues data for some connected peers without waiting: all of them get it or none does.
+    /// `peers` holds peer ID strings (Apple's Swift type for the `NSArray` of its header).
     ///
-    /// - Throws: ``GKSessionError/invalidParameterError`` (empty list, malformed peer ID, this
-    ///   peer's own ID), ``GKSessionError/peerNotFoundError`` (a peer the session does not know),
-    ///   ``GKSessionError/notConnectedError``, ``GKSessionError/dataTooBigError`` (over
-    ///   ``maximumReliableDataSize`` or ``maximumUnreliableDataSize``),
-    ///   ``GKSessionError/systemError`` (a peer's send buffer is full: retry, or use the `async`
-    ///   form that waits).
-    public func send(_ data: Data, toPeers peers: [String], with mode: GKSendDataMode) throws {
-        let (buffer, ids, transportMode) = try Self.prepare(data, peers, mode)
+    /// - Throws: ``GKSessionError/Code/invalidParameterError`` (no data, an empty list, an
+    ///   element that is not a peer ID, this peer's own ID), ``GKSessionError/Code/peerNotFoundError``
+    ///   (a peer the session does not know), ``GKSessionError/Code/notConnectedError``,
+    ///   ``GKSessionError/Code/dataTooBigError`` (over ``maximumReliableDataSize`` or
+    ///   ``maximumUnreliableDataSize``), ``GKSessionError/Code/systemError`` (a peer's send
+    ///   buffer is full: retry, or use the `async` form that waits).
+    open func send(_ data: Data!, toPeers peers: [Any]!, with mode: GKSendDataMode) throws {
+        let (buffer, ids, transportMode) = try Self.prepare(data, Self.peerIDs(peers), mode)
         try self.core.perform { machine throws(GKSessionError) in try machine.send(buffer, to: ids, mode: transportMode) }
     }
 
-    /// Queues data for every connected peer (those reached through a server included) without
-    /// waiting. Nothing to do when no peer is connected.
+    /// Queues data for every connected peer without waiting. Nothing to do when no peer is
+    /// connected.
     ///
     /// - Throws: as ``send(_:toPeers:with:)``.
-    public func sendData(toAllPeers data: Data, with mode: GKSendDataMode) throws {
+    open func sendData(toAllPeers data: Data!, with mode: GKSendDataMode) throws {
         let (buffer, _, transportMode) = try Self.prepare(data, [], mode)
         try self.core.perform { machine throws(GKSessionError) in
             let peers = machine.allConnectedPeers
@@ -276,12 +308,25 @@ public final class GKSession: @unchecked Sendable {
         }, links: { $0.routes(to: $0.allConnectedPeers) })
     }
 
-    private static func prepare(_ data: Data, _ peers: [String], _ mode: GKSendDataMode) throws(GKSessionError) -> (ByteBuffer, [UInt32], SendMode) {
+    /// The peer ID strings of Game Kit's peer array (strings, or optionals holding them).
+    private static func peerIDs(_ peers: [Any]?) throws(GKSessionError) -> [String] {
+        guard let peers else { throw GKSessionError(.invalidParameterError) }
+        var strings: [String] = []
+        strings.reserveCapacity(peers.count)
+        for peer in peers {
+            guard let string = peer as? String else { throw GKSessionError(.invalidParameterError) }
+            strings.append(string)
+        }
+        return strings
+    }
+
+    private static func prepare(_ data: Data?, _ peers: [String], _ mode: GKSendDataMode) throws(GKSessionError) -> (ByteBuffer, [UInt32], SendMode) {
+        guard let data else { throw GKSessionError(.invalidParameterError) }
         let limit = mode == .reliable ? Self.maximumReliableDataSize : Self.maximumUnreliableDataSize
-        guard data.count <= limit else { throw .dataTooBigError }
+        guard data.count <= limit else { throw GKSessionError(.dataTooBigError) }
         var ids: [UInt32] = []
         for peer in peers {
-            guard let id = UInt32(peer) else { throw .invalidParameterError }
+            guard let id = UInt32(peer) else { throw GKSessionError(.invalidParameterError) }
             ids.append(id)
         }
         var buffer = ByteBuffer()
@@ -292,9 +337,11 @@ public final class GKSession: @unchecked Sendable {
     // MARK: - Receiving
 
     /// Sets the object that receives data from peers, and the context passed back to it with
-    /// every call (Game Kit's `setDataReceiveHandler:withContext:`). The handler is held
-    /// strongly until replaced; pass nil to remove it. Called on ``delegateQueue``.
-    public func setDataReceiveHandler(_ handler: (any GKSessionDataReceiveHandler)?, withContext context: UnsafeMutableRawPointer?) {
+    /// every call (Game Kit's `setDataReceiveHandler:withContext:`). The handler adopts
+    /// ``GKSessionDataReceiveHandler`` (Linux has no Objective-C message send to find its method
+    /// otherwise). It is held strongly until replaced; pass nil to remove it. Called on
+    /// ``delegateQueue``.
+    open func setDataReceiveHandler(_ handler: (any GKSessionDataReceiveHandler)!, withContext context: UnsafeMutableRawPointer!) {
         self.callbacks.withLockedValue {
             $0.handler = handler
             $0.context = context
@@ -326,9 +373,9 @@ public final class GKSession: @unchecked Sendable {
             case .connectionRequest(let peer):
                 callbacks.delegate?.session(self, didReceiveConnectionRequestFromPeer: String(peer))
             case .connectionFailed(let peer, let error):
-                callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: error)
+                callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: GKSessionError(error))
             case .failed(let error):
-                callbacks.delegate?.session(self, didFailWithError: error)
+                callbacks.delegate?.session(self, didFailWithError: GKSessionError(error))
             case .received(let buffer, let peer, _):
                 guard callbacks.handler != nil || callbacks.closure != nil else { continue }
                 let data = Data(buffer.readableBytesView)

@@ -21,16 +21,24 @@ extension TransportEndpoint: SessionLinks {}
 enum SessionNotification: Sendable, Equatable {
     case peerChanged(UInt32, GKPeerConnectionState)
     case connectionRequest(UInt32)
-    case connectionFailed(UInt32, GKSessionError)
+    case connectionFailed(UInt32, GKSessionError.Code)
     case received(ByteBuffer, from: UInt32, mode: SendMode)
-    case failed(GKSessionError)
+    case failed(GKSessionError.Code)
+}
+
+/// How a connected peer is reached.
+enum SessionRoute: Sendable, Equatable {
+    /// Over a link of this session's own.
+    case direct
+    /// Through the server with this peer ID.
+    case server(UInt32)
 }
 
 /// What the session wants of discovery. The driver keeps the advertisement and the browser in
 /// step with the latest command.
 enum SessionDiscoveryCommand: Sendable, Equatable {
-    /// Advertise (or update the advertisement) with this busy flag.
-    case advertise(busy: Bool)
+    /// Advertise the session.
+    case advertise
     /// Stop advertising (goodbye packets).
     case withdraw
     /// Start browsing.

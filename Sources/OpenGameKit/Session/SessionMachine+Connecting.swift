@@ -53,7 +53,7 @@ extension SessionMachine {
 
     /// `acceptConnection(fromPeer:)`.
     mutating func accept(_ peerID: UInt32) throws(GKSessionError) {
-        guard var request = self.peers[peerID]?.incoming, request.acceptedLink == nil else { throw .peerNotFoundError }
+        guard var request = self.peers[peerID]?.incoming, request.acceptedLink == nil else { throw GKSessionError(.peerNotFoundError) }
         let welcome = SessionWelcome(peerID: self.identity.peerID, displayName: self.identity.displayName)
         // The attempt's other paths are answered "duplicate": the initiator drops them quietly.
         for alternate in request.alternates {
@@ -83,7 +83,7 @@ extension SessionMachine {
             self.peers[peerID]!.incoming = nil
             self.noteEnded(request.attempt, of: peerID)
             self.reconcile(peerID)
-            throw .connectionFailedError
+            throw GKSessionError(.connectionFailedError)
         }
     }
 
@@ -110,7 +110,7 @@ extension SessionMachine {
             return
         }
         guard hello.sessionKey == self.identity.sessionKey else { return self.refuse(request.id, .wrongSession) }
-        guard hello.peerID != self.identity.peerID, GKSessionMode(rawValue: Int(hello.mode)) != nil else {
+        guard hello.peerID != self.identity.peerID, GKSessionMode(rawValue: Int32(hello.mode)) != nil else {
             return self.refuse(request.id, .malformed)
         }
         guard self.isAvailable, self.identity.mode != .client else { return self.refuse(request.id, .notAccepting) }
@@ -169,7 +169,7 @@ extension SessionMachine {
         }
         self.peers[peerID]!.incoming = nil
         self.noteEnded(request.attempt, of: peerID)
-        let error: GKSessionError =
+        let error: GKSessionError.Code =
             switch reason {
             case .cancelled: .cancelledError
             case .timedOut: .timedOutError
@@ -206,7 +206,7 @@ extension SessionMachine {
         peer.relayServer = nil
         self.peers[peerID] = peer
         self.reconcile(peerID)
-        if self.identity.mode == .server { self.introduce(peerID) }
+        if self.relays { self.introduce(peerID) }
         self.updateDiscovery()
     }
 
@@ -226,7 +226,7 @@ extension SessionMachine {
 
     /// One path of our attempt failed: the attempt fails with `error` when this was its last
     /// path or when the failure decides for all (the others are then withdrawn).
-    private mutating func pathFailed(_ link: LinkID, of peerID: UInt32, _ error: GKSessionError, endsAttempt: Bool) {
+    private mutating func pathFailed(_ link: LinkID, of peerID: UInt32, _ error: GKSessionError.Code, endsAttempt: Bool) {
         guard var attempt = self.peers[peerID]?.outgoing else { return }
         self.linkOwners[link] = nil
         attempt.links.removeAll { $0 == link }
@@ -250,7 +250,7 @@ extension SessionMachine {
     }
 
     /// The Game Kit error for a failed connection attempt.
-    static func sessionError(for error: TransportError) -> GKSessionError {
+    static func sessionError(for error: TransportError) -> GKSessionError.Code {
         switch error {
         case .denied(let code):
             switch SessionDenyReason(rawValue: code) {
@@ -274,7 +274,7 @@ extension SessionMachine {
             peer.incoming = nil
             self.noteEnded(request.attempt, of: peerID)
             self.peers[peerID] = peer
-            let error: GKSessionError =
+            let error: GKSessionError.Code =
                 switch reason {
                 case .cancelledByPeer: .cancelledError
                 case .handshakeNotConfirmed: .timedOutError
@@ -290,15 +290,15 @@ extension SessionMachine {
         self.linkGone(peerID)
     }
 
-    /// A directly connected peer is gone: its relayed peers go with it, and a server tells the
-    /// other clients.
+    /// A directly connected peer is gone: its relayed peers go with it, and a relaying server
+    /// tells the other clients.
     mutating func linkGone(_ peerID: UInt32) {
         for (other, peer) in self.peers where peer.relayServer == peerID {
             self.peers[other]!.relayServer = nil
             self.reconcile(other)
         }
         self.reconcile(peerID)
-        if self.identity.mode == .server {
+        if self.relays {
             for member in self.directMembers(except: peerID) {
                 self.enqueue(.left(peerID: peerID), on: member.link)
             }
@@ -306,7 +306,10 @@ extension SessionMachine {
         self.updateDiscovery()
     }
 
-    /// A server's new member learns who else is there; the others learn of it.
+    /// Whether this session is a server that relays between its clients.
+    var relays: Bool { self.identity.mode == .server && self.identity.relaysBetweenClients }
+
+    /// A relaying server's new member learns who else is there; the others learn of it.
     private mutating func introduce(_ peerID: UInt32) {
         guard let link = self.peers[peerID]?.link else { return }
         let others = self.directMembers(except: peerID)

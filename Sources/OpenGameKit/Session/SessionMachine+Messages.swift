@@ -11,27 +11,27 @@ extension SessionMachine {
         do {
             try self.links.send(batch, mode: mode)
         } catch {
-            throw Self.sendError(error)
+            throw GKSessionError(Self.sendError(error))
         }
     }
 
     /// The messages that carry `data` to `destinations`, checked: every destination connected,
     /// nothing waiting ahead of reliable data.
     func plan(_ data: ByteBuffer, to destinations: [UInt32], mode: SendMode) throws(GKSessionError) -> [(message: ByteBuffer, link: LinkID)] {
-        guard !destinations.isEmpty else { throw .invalidParameterError }
+        guard !destinations.isEmpty else { throw GKSessionError(.invalidParameterError) }
         var direct: [LinkID] = []
         var relayed: [UInt32: (link: LinkID, peers: [UInt32])] = [:]
         var seen = Set<UInt32>()
         for peerID in destinations where seen.insert(peerID).inserted {
             guard let peer = self.peers[peerID] else {
-                throw peerID == self.identity.peerID ? .invalidParameterError : .peerNotFoundError
+                throw GKSessionError(peerID == self.identity.peerID ? .invalidParameterError : .peerNotFoundError)
             }
             if let link = peer.link {
                 direct.append(link)
             } else if let server = peer.relayServer, let link = self.peers[server]?.link {
                 relayed[server, default: (link, [])].peers.append(peerID)
             } else {
-                throw .notConnectedError
+                throw GKSessionError(.notConnectedError)
             }
         }
         var batch: [(message: ByteBuffer, link: LinkID)] = []
@@ -45,7 +45,7 @@ extension SessionMachine {
             }
         }
         if mode == .reliable, batch.contains(where: { self.outboxes[$0.link]?.isEmpty == false }) {
-            throw .systemError
+            throw GKSessionError(.systemError)
         }
         return batch
     }
@@ -67,7 +67,7 @@ extension SessionMachine {
         self.peers.filter { $0.value.link != nil || $0.value.relayServer != nil }.map(\.key).sorted()
     }
 
-    static func sendError(_ error: TransportError) -> GKSessionError {
+    static func sendError(_ error: TransportError) -> GKSessionError.Code {
         switch error {
         case .bufferFull: .systemError
         case .dataTooBig: .dataTooBigError
@@ -143,6 +143,7 @@ extension SessionMachine {
             self.reconcile(peerID)
         case .relay(let destinations, let data):
             guard self.identity.mode == .server else { return self.statistics.malformedMessages += 1 }
+            guard self.relays else { return self.statistics.relayDropped += 1 }
             self.relay(data, from: sender, to: destinations, mode: mode)
         case .relayed(let source, let data):
             guard self.peers[source]?.relayServer == sender else { return self.statistics.relayDropped += 1 }

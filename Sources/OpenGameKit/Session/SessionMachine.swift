@@ -17,6 +17,9 @@ struct SessionMachine {
         var displayName: String
         var mode: GKSessionMode
         var sessionKey: UInt64
+        /// A server introduces its clients to each other and relays between them (a Swift-only
+        /// opt-in); without it, a server's clients talk to the server only, as in Game Kit.
+        var relaysBetweenClients = false
     }
 
     /// Reliable control and relayed messages waiting for room in a link's send buffer are held
@@ -54,7 +57,7 @@ struct SessionMachine {
 
     private(set) var notifications: [SessionNotification] = []
     private(set) var discoveryCommands: [SessionDiscoveryCommand] = []
-    private var advertising: Bool?  // nil: not advertising; else the busy flag advertised
+    private var advertising = false
     private var browsing = false
 
     init(identity: Identity, links: any SessionLinks) {
@@ -90,18 +93,17 @@ struct SessionMachine {
         self.peers.values.contains { $0.link != nil }
     }
 
-    /// Brings advertising and browsing in line with availability, mode and connections: servers
-    /// and peers advertise (peers busy while connected), clients and peers browse (a client stops
-    /// while connected to a server and starts again when no peer is connected).
+    /// Brings advertising and browsing in line with availability and mode, as the reference
+    /// says: while available, servers and peers advertise and clients and peers browse,
+    /// connected or not; while unavailable the session keeps its connections but is neither
+    /// seen nor looking.
     mutating func updateDiscovery() {
-        let connected = self.hasDirectConnection
-        let advertise: Bool? =
-            self.isAvailable && self.identity.mode != .client ? (self.identity.mode == .peer && connected) : nil
+        let advertise = self.isAvailable && self.identity.mode != .client
         if advertise != self.advertising {
             self.advertising = advertise
-            self.discoveryCommands.append(advertise.map { .advertise(busy: $0) } ?? .withdraw)
+            self.discoveryCommands.append(advertise ? .advertise : .withdraw)
         }
-        let browse = self.isAvailable && self.identity.mode != .server && !(self.identity.mode == .client && connected)
+        let browse = self.isAvailable && self.identity.mode != .server
         if browse != self.browsing {
             self.browsing = browse
             self.discoveryCommands.append(browse ? .startBrowsing : .stopBrowsing)
@@ -140,7 +142,8 @@ struct SessionMachine {
 
     /// Reports a peer's state when it changed and forgets peers the session no longer knows.
     ///
-    /// Connected (or relayed) → anything else is reported `.stateDisconnected` first. A peer
+    /// Connected (directly or through a server) → anything else is reported
+    /// `.stateDisconnected` first. A peer
     /// first seen busy is not reported until it is free; a peer that stops being available is
     /// reported `.stateUnavailable`.
     mutating func reconcile(_ peerID: UInt32) {
@@ -148,13 +151,11 @@ struct SessionMachine {
         let old = peer.reported
         let new = peer.derivedState
         if old != new {
-            let wasConnected = old == .stateConnected || old == .stateConnectedRelay
-            let isConnected = new == .stateConnected || new == .stateConnectedRelay
-            if wasConnected && !isConnected {
+            if old == .stateConnected {
                 self.notify(.peerChanged(peerID, .stateDisconnected))
             }
             switch new {
-            case .stateAvailable, .stateConnecting, .stateConnected, .stateConnectedRelay:
+            case .stateAvailable, .stateConnecting, .stateConnected:
                 self.notify(.peerChanged(peerID, new!))
             case .stateUnavailable, nil:
                 if old == .stateAvailable { self.notify(.peerChanged(peerID, .stateUnavailable)) }
@@ -180,10 +181,9 @@ struct SessionMachine {
 
     // MARK: - Queries
 
-    /// The peers in a state, as Game Kit listed them: nil when there are none.
-    func peers(in state: GKPeerConnectionState) -> [UInt32]? {
-        let matching = self.peers.filter { $0.value.derivedState == state }.map(\.key).sorted()
-        return matching.isEmpty ? nil : matching
+    /// The peers in a state, in peer ID order.
+    func peers(in state: GKPeerConnectionState) -> [UInt32] {
+        self.peers.filter { $0.value.derivedState == state }.map(\.key).sorted()
     }
 
     func displayName(of peerID: UInt32) -> String? {
@@ -193,5 +193,12 @@ struct SessionMachine {
 
     func state(of peerID: UInt32) -> GKPeerConnectionState? {
         self.peers[peerID]?.derivedState
+    }
+
+    /// How a connected peer is reached: directly, or through the server with this peer ID.
+    func route(to peerID: UInt32) -> SessionRoute? {
+        guard let peer = self.peers[peerID] else { return nil }
+        if peer.link != nil { return .direct }
+        return peer.relayServer.map(SessionRoute.server)
     }
 }

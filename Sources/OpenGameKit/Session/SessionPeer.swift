@@ -50,8 +50,7 @@ struct SessionPeer: Sendable {
 
     /// The peer's state as the application sees it, or nil when the session no longer knows it.
     var derivedState: GKPeerConnectionState? {
-        if self.link != nil { return .stateConnected }
-        if self.relayServer != nil { return .stateConnectedRelay }
+        if self.link != nil || self.relayServer != nil { return .stateConnected }
         if self.outgoing != nil || self.incoming != nil { return .stateConnecting }
         if let sighting = self.sighting { return sighting.isBusy ? .stateUnavailable : .stateAvailable }
         return nil

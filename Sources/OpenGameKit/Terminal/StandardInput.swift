@@ -20,15 +20,22 @@ public final class StandardInput: @unchecked Sendable {
     private var held: [Chunk] = []
     /// Counts `listen` calls, to notice a hand-over in the middle of a delivery.
     private var generation: UInt64 = 0
+    /// Input has ended and a listener was told: every later listener is told too (the end of
+    /// input is a state, not an event one screen may swallow).
+    private var ended = false
 
     private init() {}
 
     /// Makes `listener` the one that receives input from now on (nil: input is held, in the
-    /// order it came, for the next listener).
+    /// order it came, for the next listener). After the end of input, a new listener hears it
+    /// at once.
     public func listen(_ listener: (@MainActor (Chunk) -> Void)?) {
         let start = self.lock.withLock { () -> Bool in
             self.listener = listener
             self.generation &+= 1
+            if listener != nil, self.ended, !self.held.contains(where: { if case .endOfInput = $0 { true } else { false } }) {
+                self.held.append(.endOfInput)
+            }
             defer { self.started = true }
             return !self.started
         }
@@ -58,6 +65,7 @@ public final class StandardInput: @unchecked Sendable {
         }
         guard let listener else { return }
         for (index, chunk) in chunks.enumerated() {
+            if case .endOfInput = chunk { self.lock.withLock { self.ended = true } }
             listener(chunk)
             // The listener handed over (the picker to the chat screen): the rest is held for the
             // next one, whose own delivery is already queued.

@@ -105,9 +105,9 @@ extension GKVoiceChatService {
             case .didStart(let participant):
                 self.withClient { client in client.voiceChatService(self, didStartWithParticipantID: participant) }
             case .didNotStart(let participant, let error):
-                self.withClient { client in client.voiceChatService(self, didNotStartWithParticipantID: participant, error: error) }
+                self.withClient { client in client.voiceChatService(self, didNotStartWithParticipantID: participant, error: error.map { GKVoiceChatServiceError($0) }) }
             case .didStop(let participant, let error):
-                self.withClient { client in client.voiceChatService(self, didStopWithParticipantID: participant, error: error) }
+                self.withClient { client in client.voiceChatService(self, didStopWithParticipantID: participant, error: error.map { GKVoiceChatServiceError($0) }) }
             case .tearDown:
                 self.tearDown()
             }

@@ -72,8 +72,8 @@ struct VoiceCallMachine: Sendable {
         /// Media flows: start the audio, then call ``mediaStarted()``.
         case startMedia(RealTimePath)
         case didStart(String)
-        case didNotStart(String, GKVoiceChatServiceError?)
-        case didStop(String, GKVoiceChatServiceError?)
+        case didNotStart(String, GKVoiceChatServiceError.Code?)
+        case didStop(String, GKVoiceChatServiceError.Code?)
         /// Close the media connection and stop the audio.
         case tearDown
     }
@@ -102,7 +102,7 @@ struct VoiceCallMachine: Sendable {
     /// waiting accepts it.
     mutating func start(_ participant: String, callID: UInt32, now: NIODeadline) throws(GKVoiceChatServiceError) -> [Action] {
         if let call = self.call {
-            guard call.participant == participant, call.phase == .invited else { throw .methodCurrentlyInvalidError }
+            guard call.participant == participant, call.phase == .invited else { throw GKVoiceChatServiceError(.methodCurrentlyInvalidError) }
             return try self.accept(call.callID, now: now)
         }
         self.call = Call(participant: participant, callID: callID, outgoing: true, phase: .preparing)
@@ -113,8 +113,8 @@ struct VoiceCallMachine: Sendable {
 
     /// `acceptCallID(_:)`.
     mutating func accept(_ callID: UInt32, now: NIODeadline) throws(GKVoiceChatServiceError) -> [Action] {
-        guard var call = self.call, call.callID == callID, !call.outgoing else { throw .invalidCallIDError }
-        guard call.phase == .invited else { throw .methodCurrentlyInvalidError }
+        guard var call = self.call, call.callID == callID, !call.outgoing else { throw GKVoiceChatServiceError(.invalidCallIDError) }
+        guard call.phase == .invited else { throw GKVoiceChatServiceError(.methodCurrentlyInvalidError) }
         call.phase = .answering
         call.deadline = nil
         self.call = call
@@ -265,7 +265,7 @@ struct VoiceCallMachine: Sendable {
 
     /// This side could not set the chat up (no socket, an invalid key share, no audio device):
     /// the other side hears no-path (before the chat started) or hang-up.
-    mutating func setUpFailed(_ error: GKVoiceChatServiceError) -> [Action] {
+    mutating func setUpFailed(_ error: GKVoiceChatServiceError.Code) -> [Action] {
         guard let call = self.call else { return [] }
         switch call.phase {
         case .preparing: break
@@ -341,7 +341,7 @@ struct VoiceCallMachine: Sendable {
 
     /// An answer that cannot be understood ends this side's invitation to `participant`
     /// (matching `callID` when known); anything else is ignored.
-    private mutating func failInvitation(from participant: String, callID: UInt32?, _ error: GKVoiceChatServiceError) {
+    private mutating func failInvitation(from participant: String, callID: UInt32?, _ error: GKVoiceChatServiceError.Code) {
         guard let call = self.call, call.participant == participant, call.phase == .inviting,
             callID == nil || callID == call.callID
         else {
@@ -375,7 +375,7 @@ struct VoiceCallMachine: Sendable {
         case (.busy, .inviting): self.fail(.remoteParticipantBusyError)
         case (.unsupportedVersion, .inviting): self.fail(.unsupportedRemoteVersionError)
         case (.cancel, _), (.hangUp, _), (.noPath, _):
-            let error: GKVoiceChatServiceError
+            let error: GKVoiceChatServiceError.Code
             switch message.kind {
             case .cancel: error = call.started ? .remoteParticipantHangupError : .remoteParticipantCancelledError
             case .hangUp: error = .remoteParticipantHangupError
@@ -387,7 +387,7 @@ struct VoiceCallMachine: Sendable {
         }
     }
 
-    private mutating func fail(_ error: GKVoiceChatServiceError) {
+    private mutating func fail(_ error: GKVoiceChatServiceError.Code) {
         guard let call = self.call else { return }
         self.actions.append(call.started ? .didStop(call.participant, error) : .didNotStart(call.participant, error))
         self.end()

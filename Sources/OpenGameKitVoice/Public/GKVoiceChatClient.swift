@@ -27,7 +27,8 @@ public protocol GKVoiceChatClient: AnyObject {
     /// A chat with `participantID` started: audio flows.
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didStartWithParticipantID participantID: String)
 
-    /// A chat with `participantID` could not be set up; `error` is a ``GKVoiceChatServiceError``.
+    /// A chat with `participantID` could not be set up; `error` is a ``GKVoiceChatServiceError``
+    /// saying why.
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didNotStartWithParticipantID participantID: String, error: Error?)
 
     /// A chat with `participantID` ended; `error` is nil when the local side stopped it.

@@ -4,6 +4,7 @@ import GameKitVoiceEngine
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import OpenGameKit
 
 /// Voice chat between two participants: call signalling through the application's client, a
 /// media connection of its own (direct, through NAT via STUN, relayed via TURN, or through the
@@ -19,7 +20,9 @@ import NIOPosix
 ///
 /// One chat at a time: an invitation while another chat is being set up or running is answered
 /// busy. Every method may be called from any thread; the client is called on ``delegateQueue``.
-public final class GKVoiceChatService: @unchecked Sendable {
+/// The class has the shape Swift gives Apple's: an open `NSObject` subclass, implicitly unwrapped
+/// strings where Apple's header has no nullability.
+open class GKVoiceChatService: NSObject, @unchecked Sendable {
     /// Network, audio and timing options (a Swift-only addition). Changes apply to the next chat.
     public struct Configuration: Sendable {
         /// STUN servers that tell this host its address outside a NAT.
@@ -65,16 +68,17 @@ public final class GKVoiceChatService: @unchecked Sendable {
 
     private static let shared = GKVoiceChatService()
 
-    /// The shared service.
-    public static func `default`() -> GKVoiceChatService { Self.shared }
+    /// The shared service (Game Kit's `defaultVoiceChatService`); never nil.
+    open class func `default`() -> GKVoiceChatService! { GKVoiceChatService.shared }
 
     /// Whether voice chat can run here: true (Game Kit's `isVoIPAllowed`).
-    public static func isVoIPAllowed() -> Bool { true }
+    open class func isVoIPAllowed() -> Bool { true }
 
     let lock = NIOLock()
     var state: State
     let loop: EventLoop
     private let callbacks = NIOLockedValueBox(Callbacks())
+    private let clientCalls = OrderedDelivery()
 
     struct Callbacks {
         weak var client: (any GKVoiceChatClient)?
@@ -85,12 +89,18 @@ public final class GKVoiceChatService: @unchecked Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.state = State(configuration: configuration)
         self.loop = MultiThreadedEventLoopGroup.singleton.next()
+        super.init()
+    }
+
+    /// A service of its own with the default configuration.
+    public override convenience init() {
+        self.init(configuration: Configuration())
     }
 
     // MARK: - Properties
 
     /// The application's client (held weakly).
-    public var client: (any GKVoiceChatClient)? {
+    open var client: (any GKVoiceChatClient)! {
         get { self.callbacks.withLockedValue { $0.client } }
         set { self.callbacks.withLockedValue { $0.client = newValue } }
     }
@@ -108,7 +118,7 @@ public final class GKVoiceChatService: @unchecked Sendable {
     }
 
     /// Whether the microphone is off (the far side hears silence). Default false.
-    public var isMicrophoneMuted: Bool {
+    open var isMicrophoneMuted: Bool {
         get { self.lock.withLock { self.state.muted } }
         set {
             let engine = self.lock.withLock {
@@ -120,7 +130,7 @@ public final class GKVoiceChatService: @unchecked Sendable {
     }
 
     /// Scales the far side's voice, 0 to 1 (default 1).
-    public var remoteParticipantVolume: Float {
+    open var remoteParticipantVolume: Float {
         get { self.lock.withLock { self.state.volume } }
         set {
             let volume = newValue.isFinite ? min(1, max(0, newValue)) : 1
@@ -133,24 +143,24 @@ public final class GKVoiceChatService: @unchecked Sendable {
     }
 
     /// Whether ``inputMeterLevel`` is kept up to date.
-    public var isInputMeteringEnabled: Bool {
+    open var isInputMeteringEnabled: Bool {
         get { self.lock.withLock { self.state.inputMetering } }
         set { self.lock.withLock { self.state.inputMetering = newValue } }
     }
 
     /// Whether ``outputMeterLevel`` is kept up to date.
-    public var isOutputMeteringEnabled: Bool {
+    open var isOutputMeteringEnabled: Bool {
         get { self.lock.withLock { self.state.outputMetering } }
         set { self.lock.withLock { self.state.outputMetering = newValue } }
     }
 
     /// The local voice's level in dB (full scale 0), after echo cancellation; meaningful while
     /// ``isInputMeteringEnabled``, else 0.
-    public var inputMeterLevel: Float { self.meter(\.inputMetering) { $0.inputLevel } }
+    open var inputMeterLevel: Float { self.meter(\.inputMetering) { $0.inputLevel } }
 
     /// The far side's voice level in dB as played (after ``remoteParticipantVolume``);
     /// meaningful while ``isOutputMeteringEnabled``, else 0.
-    public var outputMeterLevel: Float { self.meter(\.outputMetering) { $0.outputLevel } }
+    open var outputMeterLevel: Float { self.meter(\.outputMetering) { $0.outputLevel } }
 
     /// A meter's reading: 0 while it is off, −100 dB while no chat runs.
     private func meter(_ enabled: KeyPath<State, Bool>, _ read: (VoiceEngine) -> Float) -> Float {
@@ -176,48 +186,50 @@ public final class GKVoiceChatService: @unchecked Sendable {
     // MARK: - Calls
 
     /// Invites `participantID` to a chat; the client's `didStart`, or `didNotStart` with the
-    /// reason, follows. Throws ``GKVoiceChatServiceError/uninitializedClientError`` without a
-    /// client, ``GKVoiceChatServiceError/invalidParameterError`` for an empty ID and
-    /// ``GKVoiceChatServiceError/methodCurrentlyInvalidError`` while another chat is set up or
-    /// runs. Inviting someone whose invitation is waiting accepts it.
-    public func startVoiceChat(withParticipantID participantID: String) throws {
-        guard self.client != nil else { throw GKVoiceChatServiceError.uninitializedClientError }
-        guard !participantID.isEmpty else { throw GKVoiceChatServiceError.invalidParameterError }
+    /// reason, follows. Throws ``GKVoiceChatServiceError/Code/uninitializedClientError`` without
+    /// a client, ``GKVoiceChatServiceError/Code/invalidParameterError`` for a nil or empty ID and
+    /// ``GKVoiceChatServiceError/Code/methodCurrentlyInvalidError`` while another chat is set up
+    /// or runs. Inviting someone whose invitation is waiting accepts it.
+    open func startVoiceChat(withParticipantID participantID: String!) throws {
+        guard self.client != nil else { throw GKVoiceChatServiceError(.uninitializedClientError) }
+        guard let participantID, !participantID.isEmpty else { throw GKVoiceChatServiceError(.invalidParameterError) }
         let callID = UInt32.random(in: 1...UInt32.max)
         try self.perform { machine, now throws(GKVoiceChatServiceError) in try machine.start(participantID, callID: callID, now: now) }
     }
 
     /// Ends the chat (or the invitation) with `participantID`; the client's `didStop` follows
     /// with no error, and the other side hears a hang-up, cancel or denial.
-    public func stopVoiceChat(withParticipantID participantID: String) {
+    open func stopVoiceChat(withParticipantID participantID: String!) {
+        guard let participantID else { return }
         self.perform { machine, _ in machine.stop(participantID) }
     }
 
-    /// Accepts the invitation `callID`. Throws ``GKVoiceChatServiceError/invalidCallIDError``
-    /// for an unknown call and ``GKVoiceChatServiceError/methodCurrentlyInvalidError`` for one
-    /// already accepted.
-    public func acceptCallID(_ callID: Int) throws {
-        guard let id = UInt32(exactly: callID) else { throw GKVoiceChatServiceError.invalidCallIDError }
+    /// Accepts the invitation `callID`. Throws ``GKVoiceChatServiceError/Code/invalidCallIDError``
+    /// for an unknown call and ``GKVoiceChatServiceError/Code/methodCurrentlyInvalidError`` for
+    /// one already accepted.
+    open func acceptCallID(_ callID: Int) throws {
+        guard let id = UInt32(exactly: callID) else { throw GKVoiceChatServiceError(.invalidCallIDError) }
         try self.perform { machine, now throws(GKVoiceChatServiceError) in try machine.accept(id, now: now) }
     }
 
     /// Declines the invitation `callID` (the inviter hears 32011). Unknown IDs are ignored.
-    public func denyCallID(_ callID: Int) {
+    open func denyCallID(_ callID: Int) {
         guard let id = UInt32(exactly: callID) else { return }
         self.perform { machine, _ in machine.deny(id) }
     }
 
     /// Signalling from `participantID` that the client received; blobs that are not this
     /// service's are ignored, or end a pending invitation with 32010.
-    public func receivedData(_ data: Data, fromParticipantID participantID: String) {
+    open func receivedData(_ arbitraryData: Data!, fromParticipantID participantID: String!) {
+        guard let arbitraryData, let participantID else { return }
         let local = self.client?.participantID() ?? ""
         let callID = UInt32.random(in: 1...UInt32.max)
-        self.perform { machine, now in machine.receive(Array(data), from: participantID, localParticipant: local, callID: callID, now: now) }
+        self.perform { machine, now in machine.receive(Array(arbitraryData), from: participantID, localParticipant: local, callID: callID, now: now) }
     }
 
     /// Media from `participantID` that arrived through the client's real-time channel.
-    public func receivedRealTime(_ data: Data, fromParticipantID participantID: String) {
-        guard !data.isEmpty else { return }
+    open func receivedRealTime(_ audio: Data!, fromParticipantID participantID: String!) {
+        guard let data = audio, let participantID, !data.isEmpty else { return }
         let connection = self.lock.withLock { () -> RealTimeConnection? in
             guard self.state.machine.call?.participant == participantID else { return nil }
             return self.state.connection
@@ -232,10 +244,11 @@ public final class GKVoiceChatService: @unchecked Sendable {
 
     // MARK: - Calling the client
 
-    /// Runs `body` with the client on the delegate queue.
+    /// Runs `body` with the client on the delegate queue, in order: at once when the call that
+    /// led here was made on that queue (so `stopVoiceChat` has sent its hang-up through the client
+    /// before it returns, as Game Kit's did), else queued.
     func withClient(_ body: @escaping @Sendable (any GKVoiceChatClient) -> Void) {
-        let queue = self.delegateQueue
-        queue.async {
+        self.clientCalls.run(on: self.delegateQueue) {
             guard let client = self.client else { return }
             body(client)
         }

@@ -170,10 +170,7 @@ struct SpeechQuality {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["Tests/Peers/voice_quality.py", referencePath, degradedPath]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let data = try process.runCollectingOutput()
         process.waitUntilExit()
         guard process.terminationStatus == 0,
             let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],

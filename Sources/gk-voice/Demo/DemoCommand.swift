@@ -26,9 +26,9 @@ struct DemoCommand: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
-        let service = GKVoiceChatService.default()
+        let service: GKVoiceChatService = GKVoiceChatService.default()
         service.configuration = try self.options.configuration()
-        let session = GKSession(
+        let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: .peer,
             configuration: GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface))
         let app = VoiceApp(session: session, service: service)
@@ -90,15 +90,20 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         self.picker.show()
     }
 
-    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession? {
-        self.session
+    // The picker calls its delegate on the main queue.
+    nonisolated func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession {
+        MainActor.assumeIsolated { self.session }
     }
 
-    func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
+    nonisolated func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
+        MainActor.assumeIsolated { self.connected(peerID, session) }
+    }
+
+    private func connected(_ peerID: String, _ session: GKSession) {
         self.peerID = peerID
         let name = session.displayName(forPeer: peerID) ?? peerID
         let screen = VoiceScreen()
-        screen.status = VoiceStatus(title: "gk-voice — \(session.displayName)", status: "Calling \(name)…", path: "—", peerName: name)
+        screen.status = VoiceStatus(title: "gk-voice — \(session.displayName!)", status: "Calling \(name)…", path: "—", peerName: name)
         screen.onKey = { [weak self] key in self?.key(key) }
         screen.onQuit = { [weak self] in self?.quit() }
         self.screen = screen
@@ -118,8 +123,8 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         self.refresh = refresh
     }
 
-    func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {
-        self.quit()
+    nonisolated func peerPickerControllerDidCancel(_ picker: GKPeerPickerController) {
+        MainActor.assumeIsolated { self.quit() }
     }
 
     private func key(_ key: Character) {
