@@ -32,8 +32,15 @@ okm = hkdf_expand(hkdf_extract(psk, shared), b"ogk1 session" + transcript, 96)
 nonce = bytes(4) + (5).to_bytes(8, "big")
 sealed = ChaCha20Poly1305(okm[32:64]).encrypt(nonce, b"hello, link", bytes(16))
 mac = hmac.new(b"0123456789abcdef", b"message", hashlib.sha256).digest()[:16]
+first, second = sorted([ei_pub, er_pub])
+liveness_key = hkdf_expand(hkdf_extract(psk, shared), b"ogk1 liveness" + first + second, 32)
+probe = bytes([7, 1, 0, 0]) + ei_pub + (0x0102030405060708).to_bytes(8, "big")
+probe += hmac.new(liveness_key, probe, hashlib.sha256).digest()[:16]
+reply = bytes([8, 1, 0, 0]) + (0x0102030405060708).to_bytes(8, "big")
+reply += hmac.new(liveness_key, reply, hashlib.sha256).digest()[:16]
 for name, value in [("psk", psk), ("pskEmpty", psk_empty), ("initiatorPublic", ei_pub), ("responderPublic", er_pub),
                     ("shared", shared), ("initiationKey", initiation_key), ("cancelKey", cancel_key),
                     ("responseKey", okm[:32]), ("initiatorToResponder", okm[32:64]), ("responderToInitiator", okm[64:]),
-                    ("sealedPacket5", sealed), ("truncatedMAC", mac)]:
+                    ("sealedPacket5", sealed), ("truncatedMAC", mac),
+                    ("livenessKey", liveness_key), ("probe", probe), ("probeReply", reply)]:
     print(f'static let {name} = "{value.hex()}"')

@@ -97,6 +97,8 @@ struct Listen: AsyncParsableCommand {
             return ["event": "linkOpened", "link": link.rawValue, "from": "\(address)"]
         case .linkClosed(let link, let reason):
             return ["event": "linkClosed", "link": link.rawValue, "reason": Output.describe(reason)]
+        case .liveness(let watch, let alive):
+            return ["event": "liveness", "watch": watch.rawValue, "alive": alive]
         case .handshakeFailed(let address, let error):
             return ["event": "handshakeFailed", "from": "\(address)", "error": Output.describe(error)]
         case .connectFailed(let link, let error):

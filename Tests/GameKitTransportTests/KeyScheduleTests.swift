@@ -20,6 +20,10 @@ struct KeyScheduleTests {
         static let responderToInitiator = "e4fd3c00ba6caaa9445c7ef06187954928ec853b263a8cbab771f2eccf46311f"
         static let sealedPacket5 = "c9a6bd3190ea5c2cc528dbeef19d27f07ef15c3c9f98cd0bd3e681"
         static let truncatedMAC = "b04030fbf1408413d1d23995723584f5"
+        static let livenessKey = "606713d6eb0e468bcf63c8cb3812f900b90a011983434db5bc9bab54a92e6dee"
+        static let probe =
+            "0701000007a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c010203040506070808bff444361b3c279146984c54d5162f"
+        static let probeReply = "0801000001020304050607083e7ce2bf170e0dd901d879085b3ed659"
     }
 
     static func hex(_ key: SymmetricKey) -> String { key.withUnsafeBytes { Self.hex(Array($0)) } }
@@ -92,6 +96,23 @@ struct KeyScheduleTests {
         wrong[15] ^= 1
         #expect(!KeySchedule.constantTimeEqual(ByteBuffer(bytes: mac), wrong))
         #expect(!KeySchedule.constantTimeEqual(ByteBuffer(bytes: mac.prefix(15)), mac))
+    }
+
+    @Test func livenessKeyAndMessagesMatchTheVectors() throws {
+        let psk = PreSharedKey(password: Array("correct horse".utf8))
+        let shared = try self.initiator.sharedSecretFromKeyAgreement(with: self.responder.publicKey)
+        let initiatorKey = Array(self.initiator.publicKey.rawRepresentation)
+        let responderKey = Array(self.responder.publicKey.rawRepresentation)
+        let key = KeySchedule.livenessKey(sharedSecret: shared, psk: psk, publicKeys: (initiatorKey, responderKey))
+        #expect(Self.hex(key) == Vector.livenessKey)
+        // The order of the two public keys does not matter: both ends derive the same key.
+        #expect(Self.hex(KeySchedule.livenessKey(sharedSecret: shared, psk: psk, publicKeys: (responderKey, initiatorKey))) == Vector.livenessKey)
+        let probe = LivenessMessage.probe(.init(proberKey: initiatorKey, nonce: 0x0102_0304_0506_0708), key: key)
+        #expect(Self.hex(probe.readableBytesView) == Vector.probe)
+        #expect(Self.hex(LivenessMessage.reply(nonce: 0x0102_0304_0506_0708, key: key).readableBytesView) == Vector.probeReply)
+        // Another password gives another key.
+        let other = KeySchedule.livenessKey(sharedSecret: shared, psk: PreSharedKey(password: nil), publicKeys: (initiatorKey, responderKey))
+        #expect(Self.hex(other) != Vector.livenessKey)
     }
 
     @Test func cookiesDependOnTheSourceAddressAndSurviveOneRotation() throws {

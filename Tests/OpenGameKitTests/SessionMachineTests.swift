@@ -969,4 +969,61 @@ struct SessionMachineTests {
         for state in GKPeerConnectionState.allCases { #expect(net[alice].peers(in: state) == []) }
         net.expectConsistent()
     }
+
+    // MARK: - 11. Liveness of peers seen but not connected
+
+    @Test func aSightedPeerIsWatchedUntilConnectedAndASilentOneIsUnavailableUntilItAnswers() throws {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        net.start()
+        #expect(net.isWatching(alice, bob) && net.isWatching(bob, alice))
+        // Bob stops answering probes: unavailable to Alice, and discovery reconfirms him.
+        net.liveness(alice, of: bob, alive: false)
+        #expect(net.notes(alice) == [changed(bob, .stateUnavailable)])
+        #expect(net.commands(alice) == [.reconfirm(2)])
+        #expect(net[alice].peers(in: .stateAvailable) == [] && net[alice].peers(in: .stateUnavailable) == [2])
+        #expect(net[alice].statistics.silentPeers == 1)
+        // A re-announcement changes nothing: only an answer brings him back.
+        net.sight(alice, bob)
+        #expect(net.notes(alice) == [])
+        net.liveness(alice, of: bob, alive: true)
+        #expect(net.notes(alice) == [changed(bob, .stateAvailable)])
+        // Connected, the link's disconnect timeout watches him instead.
+        try net.establish(alice, bob)
+        #expect(!net.isWatching(alice, bob) && !net.isWatching(bob, alice))
+        net[alice].disconnectFromAllPeers()
+        net.deliver()
+        #expect(net.isWatching(alice, bob) && net.isWatching(bob, alice))
+        // Gone from discovery: not watched.
+        net[alice].peerLost(2)
+        #expect(!net.isWatching(alice, bob))
+        // A late report about a watch that has ended changes nothing.
+        net.expectConsistent()
+    }
+
+    @Test func aConnectionNobodyAnswersAsksDiscoveryToReconfirmThePeer() {
+        let net = SessionTestNetwork()
+        let alice = net.add("Alice", 1, .peer)
+        let bob = net.add("Bob", 2, .peer)
+        net.start()
+        net.sight(alice, bob, at: [SessionTestNetwork.nowhere])
+        net.drain()
+        net[alice].connect(to: 2, timeout: nil)
+        net.deliver()
+        net.timeOutUnanswered(from: alice)
+        net.deliver()
+        #expect(net.notes(alice).contains(.connectionFailed(2, .timedOutError)))
+        #expect(net.commands(alice) == [.reconfirm(2)])
+        // Declined is an answer: no reconfirmation.
+        net.sight(alice, bob)
+        net.drain()
+        net[bob].setAvailable(true)
+        net[alice].connect(to: 2, timeout: nil)
+        net.deliver()
+        net[bob].deny(1)
+        net.deliver()
+        #expect(net.notes(alice).contains(.connectionFailed(2, .declinedError)))
+        #expect(!net.commands(alice).contains(.reconfirm(2)))
+    }
 }

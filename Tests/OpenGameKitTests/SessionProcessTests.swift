@@ -39,6 +39,42 @@ struct SessionProcessTests {
         #expect(Self.states(result, "C", name: "Server").contains("connected"))
     }
 
+    @Test func aPeerKilledWithSIGKILLLeavesTheListsWithinSecondsAndAStoppedOneComesBack() async throws {
+        // Nobody is connected: what takes the peers off the list is liveness probing, not the
+        // disconnect timeout (PROTOCOL §14.7).
+        // CLOCK_MONOTONIC, the clock of the tools' mono_ns (/proc/uptime is another clock).
+        let mark = "$(python3 -c 'import time; print(time.monotonic_ns())')"
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            gk-session --session-id ghosts --name Watcher --mode peer --seconds 40 --ignore-stdin > $d/w &
+            W=$!
+            gk-session --session-id ghosts --name Ghost --mode peer --seconds 40 --ignore-stdin > $d/g &
+            G=$!
+            gk-session --session-id ghosts --name Sleeper --mode peer --seconds 40 --ignore-stdin > $d/p &
+            P=$!
+            \(Self.await("$d/w", "\"name\":\"Ghost\",.*\"state\":\"available\""))
+            \(Self.await("$d/w", "\"name\":\"Sleeper\",.*\"state\":\"available\""))
+            echo "K {\\"event\\":\\"gone\\",\\"mono_ns\\":\(mark)}"
+            kill -9 $G
+            kill -STOP $P
+            \(Self.await("$d/w", "\"name\":\"Ghost\",.*\"state\":\"unavailable\""))
+            \(Self.await("$d/w", "\"name\":\"Sleeper\",.*\"state\":\"unavailable\""))
+            kill -CONT $P
+            \(SandboxScript.awaitText("\"name\":\"Sleeper\"", in: "$d/w", count: 3))
+            kill $W $P; wait
+            sed 's/^/W /' $d/w; rm -rf $d
+            """)
+        let output = result.lines.joined(separator: "\n")
+        #expect(Self.states(result, "W", name: "Ghost") == ["available", "unavailable"], "\(output)")
+        #expect(Self.states(result, "W", name: "Sleeper") == ["available", "unavailable", "available"], "\(output)")
+        let gone = try #require(result.objects(tagged: "K").first?["mono_ns"] as? Int, "\(output)")
+        let unavailable = try #require(
+            Self.events(result, "W", "state").first { $0["name"] as? String == "Ghost" && $0["state"] as? String == "unavailable" }?["mono_ns"] as? Int)
+        // The target is 5 s (gk-bench lan measures it); this bounds a regression to the old 106 s.
+        #expect(unavailable > gone && unavailable - gone < 10_000_000_000, "gone after \((unavailable - gone) / 1_000_000) ms")
+    }
+
     @Test func aWrongPasswordFailsTheConnectionAndTheServerNeverHearsTheRequest() async throws {
         let result = try await SandboxScript.run(
             """

@@ -40,6 +40,45 @@ final class SessionTestNetwork: @unchecked Sendable {
             try self.network.send(batch, by: self.node, mode: mode)
         }
         func close(_ link: LinkID, code: UInt16) throws(TransportError) { try self.network.close(link, by: self.node, code: code) }
+        func watch(_ addresses: [SocketAddress], peerKey: [UInt8]) throws(TransportError) -> LivenessWatchID {
+            self.network.watch(by: self.node, addresses: addresses, peerKey: peerKey)
+        }
+        func updateWatch(_ id: LivenessWatchID, addresses: [SocketAddress]) { self.network.watches[id]?.addresses = addresses }
+        func unwatch(_ id: LivenessWatchID) { self.network.watches[id] = nil }
+    }
+
+    /// A liveness watch a machine holds, as the transport would.
+    struct Watch: Equatable {
+        var node: Int
+        var addresses: [SocketAddress]
+        var peerKey: [UInt8]
+    }
+
+    /// The liveness watches machines hold now.
+    fileprivate(set) var watches: [LivenessWatchID: Watch] = [:]
+    private var nextWatch: UInt64 = 1
+
+    fileprivate func watch(by node: Int, addresses: [SocketAddress], peerKey: [UInt8]) -> LivenessWatchID {
+        let id = LivenessWatchID(rawValue: self.nextWatch)
+        self.nextWatch += 1
+        self.watches[id] = Watch(node: node, addresses: addresses, peerKey: peerKey)
+        return id
+    }
+
+    /// The liveness key each machine advertises (a stand-in: 32 bytes of its peer ID).
+    func livenessKey(of peer: TestPeer) -> [UInt8] { [UInt8](repeating: UInt8(truncatingIfNeeded: peer.peerID), count: 32) }
+
+    /// Whether `observer` watches `target`'s liveness.
+    func isWatching(_ observer: TestPeer, _ target: TestPeer) -> Bool {
+        self.watches.values.contains { $0.node == observer.index && $0.peerKey == self.livenessKey(of: target) }
+    }
+
+    /// `observer`'s transport reports `target` silent (or answering again), as its probes would.
+    func liveness(_ observer: TestPeer, of target: TestPeer, alive: Bool) {
+        guard let id = self.watches.first(where: { $0.value.node == observer.index && $0.value.peerKey == self.livenessKey(of: target) })?.key
+        else { return self.missing("no watch") }
+        self.queue.append((observer.index, .liveness(id, alive: alive)))
+        self.deliver()
     }
 
     private struct Request {
@@ -95,7 +134,8 @@ final class SessionTestNetwork: @unchecked Sendable {
     /// Discovery at `observer` sees `target` (at `target`'s address unless `at` says another's).
     func sight(_ observer: TestPeer, _ target: TestPeer, busy: Bool = false, at address: TestPeer? = nil) {
         self[observer].peerSighted(
-            target.peerID, displayName: self.names[target.index], addresses: [self.addresses[(address ?? target).index]], isBusy: busy)
+            target.peerID, displayName: self.names[target.index], addresses: [self.addresses[(address ?? target).index]], isBusy: busy,
+            livenessKey: self.livenessKey(of: target))
     }
 
     /// Discovery at `observer` sees `target` at these addresses, in this order.
@@ -332,6 +372,8 @@ final class SessionTestNetwork: @unchecked Sendable {
             self.machines[node].handleSendBufferAvailable(link)
         case .handshakeFailed:
             self.machines[node].statistics.authenticationFailures += 1
+        case .liveness(let id, let alive):
+            self.machines[node].handleLiveness(id, alive: alive)
         }
     }
 }

@@ -9,6 +9,7 @@
 /// | `st` | `free` or `busy` |
 /// | `tp` | transport port, decimal (also in the SRV record) |
 /// | `fp` | key fingerprint, lower-case hex, when the peer has a static key |
+/// | `lk` | liveness key: the transport endpoint's 32-byte X25519 liveness public key, lower-case hex |
 public struct PeerAdvertisement: Sendable, Hashable {
     /// The version this code writes. Readers accept any version and ignore keys they do not know.
     public static let currentProtocolVersion = 1
@@ -19,13 +20,19 @@ public struct PeerAdvertisement: Sendable, Hashable {
     public var protocolVersion: Int
     public var transportPort: UInt16
     public var keyFingerprint: [UInt8]?
+    /// The key others probe to learn that the peer is alive (exactly 32 bytes, or nil).
+    public var livenessKey: [UInt8]?
 
-    public init(peerID: String, displayName: String, isBusy: Bool = false, transportPort: UInt16, keyFingerprint: [UInt8]? = nil, protocolVersion: Int = Self.currentProtocolVersion) {
+    public init(
+        peerID: String, displayName: String, isBusy: Bool = false, transportPort: UInt16, keyFingerprint: [UInt8]? = nil,
+        livenessKey: [UInt8]? = nil, protocolVersion: Int = Self.currentProtocolVersion
+    ) {
         self.peerID = peerID
         self.displayName = displayName
         self.isBusy = isBusy
         self.transportPort = transportPort
         self.keyFingerprint = keyFingerprint
+        self.livenessKey = livenessKey
         self.protocolVersion = protocolVersion
     }
 
@@ -46,7 +53,10 @@ public struct PeerAdvertisement: Sendable, Hashable {
         try! txt.set("st", self.isBusy ? "busy" : "free")
         try! txt.set("tp", String(self.transportPort))
         if let fingerprint = self.keyFingerprint {
-            try! txt.set("fp", fingerprint.prefix(64).map { String($0, radix: 16).leftPadded(to: 2) }.joined())
+            try! txt.set("fp", Self.hex(fingerprint.prefix(64)))
+        }
+        if let key = self.livenessKey, key.count == 32 {
+            try! txt.set("lk", Self.hex(key))
         }
         return txt
     }
@@ -60,6 +70,11 @@ public struct PeerAdvertisement: Sendable, Hashable {
         self.transportPort = port
         self.protocolVersion = txt["v"].flatMap(Int.init) ?? 0
         self.keyFingerprint = txt["fp"].flatMap(Self.hexBytes)
+        self.livenessKey = txt["lk"].flatMap(Self.hexBytes).flatMap { $0.count == 32 ? $0 : nil }
+    }
+
+    private static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
     }
 
     private static func hexBytes(_ text: String) -> [UInt8]? {

@@ -35,6 +35,13 @@ struct CookieGenerator {
         Self.cookie(secret: self.current, address: address)
     }
 
+    /// Whether `cookie` is the current or the previous cookie of `address`.
+    func matches(_ cookie: [UInt8], address: SocketAddress) -> Bool {
+        [self.current, self.previous].contains { secret in
+            KeySchedule.constantTimeEqual(ByteBuffer(bytes: Self.cookie(secret: secret, address: address)), cookie)
+        }
+    }
+
     /// Whether `mac2` is a MAC of `message` under the current or previous cookie of `address`.
     func isValid(mac2: ByteBuffer, message: ByteBuffer, from address: SocketAddress) -> Bool {
         for secret in [self.current, self.previous] {

@@ -37,6 +37,17 @@ enum KeySchedule {
         static let initiation = "ogk1 initiation"
         static let cancel = "ogk1 cancel"
         static let session = "ogk1 session"
+        static let liveness = "ogk1 liveness"
+    }
+
+    /// The key two endpoints share for liveness probes (PROTOCOL §4.8): from X25519 of their
+    /// static liveness keys and the password, bound to both public keys (in byte order, so that
+    /// both sides derive the same key).
+    static func livenessKey(sharedSecret: SharedSecret, psk: PreSharedKey, publicKeys: ([UInt8], [UInt8])) -> SymmetricKey {
+        let (first, second) = publicKeys.0.lexicographicallyPrecedes(publicKeys.1) ? publicKeys : (publicKeys.1, publicKeys.0)
+        let salt = psk.key.withUnsafeBytes { Array($0) }
+        return sharedSecret.hkdfDerivedSymmetricKey(
+            using: SHA256.self, salt: salt, sharedInfo: Array(Label.liveness.utf8) + first + second, outputByteCount: 32)
     }
 
     /// Seals the initiation's parameters and payload; proves the initiator holds the password.

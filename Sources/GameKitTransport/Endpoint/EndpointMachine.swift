@@ -1,3 +1,4 @@
+import Crypto
 import DequeModule
 import NIOCore
 
@@ -43,6 +44,10 @@ struct EndpointMachine {
     var nextRequestID: UInt64 = 1
     var cookies: CookieGenerator
     var replyLimiter = ReplyRateLimiter()
+    /// Answers probes to this endpoint's liveness key.
+    var livenessResponder: LivenessResponder
+    /// Probes the peers the application watches.
+    var livenessWatcher: LivenessWatcher
     var outbox = Deque<(SocketAddress, ByteBuffer)>()
     var events = Deque<TransportEvent>()
     /// Links whose send buffer released space since the driver last looked (it resumes tasks
@@ -55,13 +60,48 @@ struct EndpointMachine {
     private var transmitPosition = 0
     private var scratchEvents: [LinkEvent] = []
 
-    init(configuration: TransportConfiguration, now: NIODeadline) throws(TransportError) {
+    init(configuration: TransportConfiguration, now: NIODeadline, random: any RandomNumberGenerator = SystemRandomNumberGenerator()) throws(TransportError) {
         try configuration.validate()
         self.configuration = configuration
         self.psk = PreSharedKey(password: configuration.preSharedKey)
         self.localParameters = configuration.localParameters
         self.cookies = CookieGenerator(now: now)
         self.lastNow = now
+        let livenessKey: Curve25519.KeyAgreement.PrivateKey
+        if let bytes = configuration.livenessPrivateKey {
+            guard let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: bytes) else {
+                throw .invalidConfiguration("livenessPrivateKey must be 32 bytes")
+            }
+            livenessKey = key
+        } else {
+            livenessKey = Curve25519.KeyAgreement.PrivateKey()
+        }
+        self.livenessResponder = LivenessResponder(privateKey: livenessKey, psk: self.psk)
+        self.livenessWatcher = LivenessWatcher(random: random)
+    }
+
+    // MARK: - Liveness
+
+    /// This endpoint's liveness public key (32 bytes), for peers to probe it with.
+    var livenessPublicKey: [UInt8] { self.livenessResponder.publicKey }
+
+    /// Starts probing the endpoint at `addresses` whose liveness public key is `peerKey`;
+    /// ``TransportEvent/liveness(_:alive:)`` reports when it falls silent and when it answers again.
+    mutating func watch(addresses: [SocketAddress], peerKey: [UInt8], now: NIODeadline) throws(TransportError) -> LivenessWatchID {
+        guard let id = self.livenessWatcher.watch(addresses: addresses, peerKey: peerKey, responder: self.livenessResponder, now: now) else {
+            throw .invalidConfiguration("a liveness key is 32 bytes of a valid X25519 public key, and a peer needs an address")
+        }
+        return id
+    }
+
+    /// New addresses for a watched peer.
+    mutating func updateWatch(_ id: LivenessWatchID, addresses: [SocketAddress]) {
+        self.livenessWatcher.update(id, addresses: addresses)
+    }
+
+    /// Stops probing a peer.
+    mutating func unwatch(_ id: LivenessWatchID) {
+        self.livenessWatcher.unwatch(id)
     }
 
     // MARK: - Application operations
@@ -226,6 +266,10 @@ struct EndpointMachine {
 
     var endpointStatistics: EndpointStatistics {
         var snapshot = self.statistics
+        let watcher = self.livenessWatcher.statistics
+        snapshot.livenessProbesSent = UInt64(watcher.probesSent)
+        snapshot.livenessAnswersAccepted = UInt64(watcher.answersAccepted)
+        snapshot.livenessAnswersIgnored = UInt64(watcher.answersIgnored)
         snapshot.pendingRequests = self.requests.count
         snapshot.unconfirmedLinks = self.accepted.count
         snapshot.pendingInitiations = self.initiators.count
@@ -258,6 +302,26 @@ struct EndpointMachine {
         case .reject: self.handleReject(datagram)
         case .cookie: self.handleCookie(datagram, now: now)
         case .cancel: self.handleCancel(datagram, from: address, now: now)
+        case .probe: self.handleProbe(datagram, from: address, now: now)
+        case .probeReply, .probeCookie:
+            let proberKey = self.livenessResponder.publicKey
+            self.livenessWatcher.handleAnswer(
+                datagram, type: type, from: address, now: now, proberKey: proberKey,
+                probe: { address, datagram in self.outbox.append((address, datagram)) },
+                changed: { id, alive in self.events.append(.liveness(id, alive: alive)) })
+        }
+    }
+
+    private mutating func handleProbe(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+        switch self.livenessResponder.handle(datagram, from: address, now: now, cookies: self.cookies) {
+        case .answered(let reply):
+            self.statistics.livenessProbesAnswered += 1
+            self.outbox.append((address, reply))
+        case .cookie(let cookie):
+            self.statistics.livenessCookiesSent += 1
+            self.outbox.append((address, cookie))
+        case .dropped:
+            self.statistics.livenessProbesDropped += 1
         }
     }
 
@@ -293,12 +357,19 @@ struct EndpointMachine {
         for withdrawn in self.withdrawnInitiations.values { consider(withdrawn.until) }
         for slot in self.links.values { consider(slot.machine.nextDeadline) }
         consider(self.cookies.nextRotation)
+        consider(self.livenessWatcher.nextDeadline)
         return deadline
     }
 
     mutating func handleTimeouts(now: NIODeadline) {
         self.lastNow = now
         self.cookies.rotateIfNeeded(now: now)
+        self.livenessResponder.expire(now: now)
+        let proberKey = self.livenessResponder.publicKey
+        self.livenessWatcher.handleTimeouts(
+            now: now, proberKey: proberKey,
+            probe: { address, datagram in self.outbox.append((address, datagram)) },
+            changed: { id, alive in self.events.append(.liveness(id, alive: alive)) })
         for index in Array(self.initiators.keys) {
             switch self.initiators[index]!.handleTimeout(now: now) {
             case .none: break

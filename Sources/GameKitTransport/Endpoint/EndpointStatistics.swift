@@ -32,6 +32,18 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var droppedUnroutable: UInt64 = 0
     /// Times the socket was closed under the endpoint (by a send error) and bound again.
     public var socketsReopened: UInt64 = 0
+    /// Liveness probes sent to watched peers.
+    public var livenessProbesSent: UInt64 = 0
+    /// Liveness probes answered.
+    public var livenessProbesAnswered: UInt64 = 0
+    /// Liveness probes dropped unanswered: malformed, unauthenticated, or over a budget.
+    public var livenessProbesDropped: UInt64 = 0
+    /// Liveness cookies sent to probes of unknown keys while under load.
+    public var livenessCookiesSent: UInt64 = 0
+    /// Answers to this endpoint's probes accepted (authenticated, for an outstanding probe).
+    public var livenessAnswersAccepted: UInt64 = 0
+    /// Answers ignored: no outstanding probe has their nonce, or their MAC is wrong.
+    public var livenessAnswersIgnored: UInt64 = 0
 
     /// Requests awaiting the application's answer right now (the only per-source handshake state).
     public var pendingRequests: Int = 0

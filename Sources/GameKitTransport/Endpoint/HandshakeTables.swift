@@ -60,31 +60,16 @@ struct WithdrawnInitiation {
     var until: NIODeadline
 }
 
-/// A token bucket for replies to unauthenticated traffic (rejects), so that this endpoint cannot
-/// be used to bounce floods at a third party even at an amplification factor below one.
+/// A token bucket for replies to unauthenticated traffic (rejects, liveness cookies), so that
+/// this endpoint cannot be used to bounce floods at a third party even at an amplification factor
+/// below one.
 struct ReplyRateLimiter {
     static let perSecond = 100.0
 
-    private var tokens = ReplyRateLimiter.perSecond
-    private var updated: NIODeadline?
+    private var bucket = TokenBucket(rate: ReplyRateLimiter.perSecond, burst: ReplyRateLimiter.perSecond)
 
-    mutating func take(now: NIODeadline) -> Bool {
-        self.refill(now: now)
-        guard self.tokens >= 1 else { return false }
-        self.tokens -= 1
-        return true
-    }
+    mutating func take(now: NIODeadline) -> Bool { self.bucket.take(now: now) }
 
     /// Whether a reply could be sent now (the bucket is not empty).
-    mutating func hasTokens(now: NIODeadline) -> Bool {
-        self.refill(now: now)
-        return self.tokens >= 1
-    }
-
-    private mutating func refill(now: NIODeadline) {
-        if let updated, now > updated {
-            self.tokens = min(Self.perSecond, self.tokens + Self.perSecond * Double((now - updated).nanoseconds) / 1e9)
-        }
-        self.updated = now
-    }
+    mutating func hasTokens(now: NIODeadline) -> Bool { self.bucket.hasTokens(now: now) }
 }

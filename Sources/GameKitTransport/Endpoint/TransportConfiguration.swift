@@ -71,6 +71,9 @@ public struct TransportConfiguration: Sendable {
 
     /// Kernel socket buffer sizes requested for the endpoint's socket.
     public var socketBufferSize: Int = 4 << 20
+    /// The endpoint's static liveness key (32 raw X25519 private-key bytes): others probe it to
+    /// learn that this endpoint is alive (PROTOCOL §3.9). Nil: a new key for each endpoint.
+    public var livenessPrivateKey: [UInt8]?
 
     /// The defaults, with an optional pre-shared key (raw bytes).
     public init(preSharedKey: [UInt8]? = nil) {

@@ -49,6 +49,9 @@ public enum TransportEvent: Sendable {
     case connectionRequest(ConnectionRequest)
     /// A request went away before it was answered.
     case connectionRequestWithdrawn(ConnectionRequest.ID, ConnectionRequestWithdrawal)
+    /// A watched peer (``TransportEndpoint/watch(_:peerKey:)``) stopped answering liveness
+    /// probes (`alive` false), or answers again (true).
+    case liveness(LivenessWatchID, alive: Bool)
     /// A link is open both ways. `payload` is what the peer put in its handshake message.
     case linkOpened(LinkID, remoteAddress: SocketAddress, payload: ByteBuffer)
     /// A `connect` did not succeed.

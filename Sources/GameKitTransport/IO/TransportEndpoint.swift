@@ -207,6 +207,38 @@ public final class TransportEndpoint: Sendable {
         }
     }
 
+    // MARK: - Liveness
+
+    /// This endpoint's liveness public key (32 bytes): a peer that knows it can probe this
+    /// endpoint to learn it is alive (advertise it, as a session does in its TXT record).
+    public var livenessPublicKey: [UInt8] {
+        self.core.read { $0.livenessPublicKey }
+    }
+
+    /// Starts probing the endpoint at `addresses` (tried in turn) whose liveness public key is
+    /// `peerKey`: about once a second, less often when many are watched. A peer that answers
+    /// none of three probes is reported with ``TransportEvent/liveness(_:alive:)`` `alive: false`,
+    /// and with `alive: true` once it answers again. Its answers are authenticated: nobody but the
+    /// peer (with the password, if any) can make it look alive.
+    ///
+    /// - Throws: ``TransportError/invalidConfiguration(_:)`` for a key that is not a valid X25519
+    ///   public key, or no address.
+    public func watch(_ addresses: [SocketAddress], peerKey: [UInt8]) throws(TransportError) -> LivenessWatchID {
+        try self.core.perform { machine, now throws(TransportError) in
+            try machine.watch(addresses: addresses, peerKey: peerKey, now: now)
+        }
+    }
+
+    /// New addresses for a watched peer.
+    public func updateWatch(_ id: LivenessWatchID, addresses: [SocketAddress]) {
+        try? self.core.perform { machine, _ in machine.updateWatch(id, addresses: addresses) }
+    }
+
+    /// Stops probing a peer.
+    public func unwatch(_ id: LivenessWatchID) {
+        try? self.core.perform { machine, _ in machine.unwatch(id) }
+    }
+
     // MARK: - Introspection
 
     /// The counters and estimates of a link, or nil when it is gone.

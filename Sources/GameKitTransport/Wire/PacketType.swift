@@ -10,6 +10,12 @@ enum PacketType: UInt8 {
     case cookie = 4
     case cancel = 5
     case data = 6
+    /// Liveness: "are you there?", to an endpoint's static liveness key (§3.9).
+    case probe = 7
+    /// Liveness: "yes", authenticated with the pair's liveness key.
+    case probeReply = 8
+    /// Liveness: "repeat that with this cookie", under load.
+    case probeCookie = 9
 }
 
 /// Protocol versions. An initiation names the version it speaks; a responder that does not speak

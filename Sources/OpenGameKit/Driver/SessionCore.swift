@@ -33,6 +33,8 @@ final class SessionCore: @unchecked Sendable {
     private var wantAdvertise = false
     private var wantBrowse = false
     private var browser: ServiceBrowser?
+    /// The service instance of each peer the browser reports, for reconfirmation.
+    private var instances: [UInt32: ServiceInstance] = [:]
     private var browserGeneration = 0
     private var roomWaiters: [UInt64: (links: [LinkID], continuation: CheckedContinuation<SendOutcome, Never>)] = [:]
     private var nextWaiter: UInt64 = 0
@@ -82,6 +84,8 @@ final class SessionCore: @unchecked Sendable {
             case .withdraw: self.wantAdvertise = false
             case .startBrowsing: self.wantBrowse = true
             case .stopBrowsing: self.wantBrowse = false
+            case .reconfirm(let peerID):
+                if let instance = self.instances[peerID] { self.browser?.reconfirm(instance) }
             }
         }
         self.syncDiscoveryLocked()
@@ -184,6 +188,7 @@ final class SessionCore: @unchecked Sendable {
             self.registration = nil
             self.browser?.cancel()
             self.browser = nil
+            self.instances.removeAll()
             let discovery = self.discovery
             self.discovery = nil
             let waiters = self.roomWaiters.values.map(\.continuation)
@@ -219,7 +224,9 @@ final class SessionCore: @unchecked Sendable {
         guard self.phase == .running, let discovery = self.discovery, let port = self.transportPort else { return }
         switch (self.wantAdvertise, self.registration) {
         case (true, nil):
-            let ad = PeerAdvertisement(peerID: String(self.identity.peerID), displayName: self.identity.displayName, transportPort: UInt16(port))
+            let ad = PeerAdvertisement(
+                peerID: String(self.identity.peerID), displayName: self.identity.displayName, transportPort: UInt16(port),
+                livenessKey: self.slot.current?.livenessPublicKey)
             let service = ServiceDescription(instanceName: ad.instanceName, serviceType: self.serviceType, port: UInt16(port), txt: ad.txtRecord)
             self.registration = try? discovery.register(service)
         case (false, let registration?):
@@ -241,6 +248,7 @@ final class SessionCore: @unchecked Sendable {
         } else if !self.wantBrowse, let browser = self.browser {
             browser.cancel()
             self.browser = nil
+            self.instances.removeAll()
         }
     }
 
@@ -254,8 +262,12 @@ final class SessionCore: @unchecked Sendable {
             guard generation == self.browserGeneration else { return }
             switch event {
             case .found, .updated:
-                machine.peerSighted(peerID, displayName: advertisement.displayName, addresses: addresses, isBusy: advertisement.isBusy)
+                self.instances[peerID] = instance
+                machine.peerSighted(
+                    peerID, displayName: advertisement.displayName, addresses: addresses, isBusy: advertisement.isBusy,
+                    livenessKey: advertisement.livenessKey)
             case .lost:
+                self.instances[peerID] = nil
                 machine.peerLost(peerID)
             }
         }
@@ -285,6 +297,8 @@ final class SessionCore: @unchecked Sendable {
                 resumed = self.takeRoomWaitersLocked(for: link)
             case .handshakeFailed:
                 machine.statistics.authenticationFailures += 1
+            case .liveness(let watch, let alive):
+                machine.handleLiveness(watch, alive: alive)
             }
         }
         for waiter in resumed { waiter.resume(returning: .retry) }

@@ -47,4 +47,16 @@ final class TransportSlot: SessionLinks {
     func close(_ link: LinkID, code: UInt16) throws(TransportError) {
         try self.get().close(link, code: code)
     }
+
+    func watch(_ addresses: [SocketAddress], peerKey: [UInt8]) throws(TransportError) -> LivenessWatchID {
+        try self.get().watch(addresses, peerKey: peerKey)
+    }
+
+    func updateWatch(_ id: LivenessWatchID, addresses: [SocketAddress]) {
+        self.current?.updateWatch(id, addresses: addresses)
+    }
+
+    func unwatch(_ id: LivenessWatchID) {
+        self.current?.unwatch(id)
+    }
 }

@@ -12,6 +12,10 @@ protocol SessionLinks: AnyObject, Sendable {
     func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode) throws(TransportError)
     func send(_ batch: [(message: ByteBuffer, link: LinkID)], mode: SendMode) throws(TransportError)
     func close(_ link: LinkID, code: UInt16) throws(TransportError)
+    /// Starts probing a peer's liveness key at these addresses (PROTOCOL §6.6).
+    func watch(_ addresses: [SocketAddress], peerKey: [UInt8]) throws(TransportError) -> LivenessWatchID
+    func updateWatch(_ id: LivenessWatchID, addresses: [SocketAddress])
+    func unwatch(_ id: LivenessWatchID)
 }
 
 extension TransportEndpoint: SessionLinks {}
@@ -45,12 +49,18 @@ enum SessionDiscoveryCommand: Sendable, Equatable {
     case startBrowsing
     /// Stop browsing; the peers seen so far are forgotten.
     case stopBrowsing
+    /// Ask the network whether this peer's records still hold (RFC 6762 §10.4): it stopped
+    /// answering liveness probes, or a connection to it got no answer.
+    case reconfirm(UInt32)
 }
 
 /// The session's counters.
 public struct GKSessionStatistics: Sendable, Equatable {
     /// Messages from peers that could not be read (dropped; the link stays up).
     public var malformedMessages = 0
+    /// Times a peer seen on the network stopped answering liveness probes and was reported
+    /// unavailable.
+    public var silentPeers = 0
     /// Connection requests refused before the application saw them (wrong session, malformed,
     /// not accepting, duplicate).
     public var refusedRequests = 0

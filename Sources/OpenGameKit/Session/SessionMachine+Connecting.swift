@@ -237,6 +237,9 @@ extension SessionMachine {
         self.withdrawPaths(attempt.links)
         self.peers[peerID]!.outgoing = nil
         self.notify(.connectionFailed(peerID, error))
+        // Nobody answered at any of its addresses: ask the network whether the peer is still
+        // there (RFC 6762 §10.4), so that a vanished one leaves the list.
+        if error == .timedOutError || error == .connectionFailedError { self.discoveryCommands.append(.reconfirm(peerID)) }
         self.reconcile(peerID)
     }
 

@@ -53,10 +53,12 @@ struct SessionMachine {
     var endedAttempts: [UInt32: UInt32] = [:]
     var outboxes: [LinkID: SessionOutbox] = [:]
     var formerNames: [UInt32: String] = [:]
+    /// The peer each liveness watch is for.
+    var watchedPeers: [LivenessWatchID: UInt32] = [:]
     var statistics = GKSessionStatistics()
 
     private(set) var notifications: [SessionNotification] = []
-    private(set) var discoveryCommands: [SessionDiscoveryCommand] = []
+    var discoveryCommands: [SessionDiscoveryCommand] = []
     private var advertising = false
     private var browsing = false
 
@@ -117,11 +119,11 @@ struct SessionMachine {
     }
 
     /// Discovery saw a peer of this session (or saw it change).
-    mutating func peerSighted(_ peerID: UInt32, displayName: String, addresses: [SocketAddress], isBusy: Bool) {
+    mutating func peerSighted(_ peerID: UInt32, displayName: String, addresses: [SocketAddress], isBusy: Bool, livenessKey: [UInt8]? = nil) {
         guard self.browsing, peerID != self.identity.peerID, !addresses.isEmpty else { return }
         var peer = self.peers[peerID] ?? SessionPeer(displayName: displayName)
         peer.displayName = displayName
-        peer.sighting = SessionPeer.Sighting(addresses: addresses, isBusy: isBusy)
+        peer.sighting = SessionPeer.Sighting(addresses: addresses, isBusy: isBusy, livenessKey: livenessKey)
         self.peers[peerID] = peer
         self.reconcile(peerID)
     }
@@ -164,6 +166,7 @@ struct SessionMachine {
             }
             peer.reported = new
         }
+        self.reviewWatch(peerID, of: &peer)
         if new == nil {
             self.forget(peerID, name: peer.displayName)
         } else {

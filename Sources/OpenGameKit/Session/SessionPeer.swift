@@ -4,10 +4,12 @@ import NIOCore
 /// Everything a session knows about one other peer. The state reported to the application is
 /// derived from these facts (``derivedState``), never stored on its own, so it cannot drift.
 struct SessionPeer: Sendable {
-    /// Where discovery saw the peer, and whether it advertises itself busy.
+    /// Where discovery saw the peer, whether it advertises itself busy, and the key its
+    /// liveness is probed with.
     struct Sighting: Sendable, Equatable {
         var addresses: [SocketAddress]
         var isBusy: Bool
+        var livenessKey: [UInt8]? = nil
     }
 
     /// A request from the peer: waiting for the application, then accepted (the link opens when
@@ -43,6 +45,11 @@ struct SessionPeer: Sendable {
     var relayServer: UInt32?
     /// What the application was last told.
     var reported: GKPeerConnectionState?
+    /// The transport's liveness watch of the peer, while it is sighted and nothing else (no link,
+    /// no request) shows it alive.
+    var watch: LivenessWatchID?
+    /// The peer stopped answering liveness probes: shown unavailable until it answers again.
+    var isSilent = false
 
     init(displayName: String) {
         self.displayName = displayName
@@ -52,7 +59,7 @@ struct SessionPeer: Sendable {
     var derivedState: GKPeerConnectionState? {
         if self.link != nil || self.relayServer != nil { return .stateConnected }
         if self.outgoing != nil || self.incoming != nil { return .stateConnecting }
-        if let sighting = self.sighting { return sighting.isBusy ? .stateUnavailable : .stateAvailable }
+        if let sighting = self.sighting { return sighting.isBusy || self.isSilent ? .stateUnavailable : .stateAvailable }
         return nil
     }
 }
