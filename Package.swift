@@ -193,6 +193,12 @@ let package = Package(
             path: "Tests/Porting/Swift5",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // The README's signal-handling example as a program (GoodbyeProcessTests sends it SIGTERM).
+        .executableTarget(
+            name: "gk-readme-goodbye",
+            dependencies: ["OpenGameKit"],
+            path: "Tests/ReadmeExamples/Goodbye"
+        ),
         .testTarget(
             name: "PortingTests",
             dependencies: [

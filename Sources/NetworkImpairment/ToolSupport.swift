@@ -29,27 +29,41 @@ public final class StopCondition: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<String, Never>?
     private var reason: String?
+    private var stoppingSignal: Int32?
     private var sources: [DispatchSourceSignal] = []
 
     /// Stops on these signals too (they are ignored otherwise while it lives).
-    public init(signals: [Int32] = [SIGINT, SIGTERM]) {
+    public init(signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]) {
         for number in signals {
-            signal(number, SIG_IGN)
+            Glibc.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in self?.fire("signal") }
+            source.setEventHandler { [weak self] in self?.fire(signal: number) }
             source.resume()
             self.sources.append(source)
         }
     }
 
+    /// The signal that stopped it, if one did.
+    public var signal: Int32? { self.lock.withLock { self.stoppingSignal } }
+
+    /// Stops because `number` arrived (reason "signal").
+    public func fire(signal number: Int32) {
+        self.fire("signal", signal: number)
+    }
+
     /// Stops, for `why`; later calls change nothing.
     public func fire(_ why: String) {
+        self.fire(why, signal: nil)
+    }
+
+    private func fire(_ why: String, signal number: Int32?) {
         self.lock.lock()
         guard self.reason == nil else {
             self.lock.unlock()
             return
         }
         self.reason = why
+        self.stoppingSignal = number
         let continuation = self.continuation
         self.continuation = nil
         self.lock.unlock()

@@ -51,9 +51,14 @@ struct GKChat: AsyncParsableCommand {
             configuration: GKSession.Configuration(
                 interfaceNames: self.interface.isEmpty ? nil : self.interface, relaysBetweenClients: self.mode == .server))
         let app = ChatApp(session: session, mode: self.mode, inviteTimeout: self.inviteTimeout)
+        // Ctrl-C (outside the chat screen, which reads it as a key), `kill` and a closed terminal
+        // quit as /quit does: the peers are told and the advertisement withdrawn; then the process
+        // ends as the signal would have ended it.
+        TerminationSignals.handle { _ in MainActor.assumeIsolated { app.quit() } }
         if let seconds = self.seconds {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { MainActor.assumeIsolated { app.quit() } }
         }
         await app.run()
+        if let signal = TerminationSignals.received { TerminationSignals.exit(as: signal) }
     }
 }

@@ -58,26 +58,18 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// Waits until the time is up or standard input ends.
+    /// Waits until the time is up, standard input ends, or SIGINT, SIGTERM or SIGHUP arrives.
     func waitUntilDone() async {
-        let seconds = self.seconds
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)) }
-            if !self.ignoreStdin {
-                group.addTask {
-                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                        // A blocking read on a thread of its own: NIO's pool runs blocking work.
-                        NIOThreadPool.singleton.submit { _ in
-                            var byte: UInt8 = 0
-                            while read(0, &byte, 1) > 0 {}
-                            continuation.resume()
-                        }
-                    }
-                }
+        let stop = StopCondition()
+        if !self.ignoreStdin {
+            // A blocking read on a thread of its own.
+            Thread.detachNewThread {
+                var byte: UInt8 = 0
+                while read(0, &byte, 1) > 0 {}
+                stop.fire("end of input")
             }
-            await group.next()
-            group.cancelAll()
         }
+        _ = await stop.wait(seconds: self.seconds)
     }
 }
 

@@ -77,7 +77,10 @@ struct GKSessionTool: AsyncParsableCommand {
         session.disconnectTimeout = self.disconnectTimeout
         session.isAvailable = true
         JSONLines.line(["event": "started", "peer": session.peerID!, "name": self.name, "mode": self.mode])
-        let stop = StopCondition(signals: [SIGINT])
+        // SIGINT, SIGTERM, SIGHUP and the end of input all say goodbye (PROTOCOL §14.8); a signal
+        // then ends the process as the signal would have.
+        let stop = StopCondition(signals: [])
+        TerminationSignals.handle(on: .global()) { number in stop.fire(signal: number) }
         if !self.ignoreStdin {
             Thread.detachNewThread {
                 while let line = readLine() {
@@ -86,14 +89,16 @@ struct GKSessionTool: AsyncParsableCommand {
                 stop.fire("end of input")
             }
         }
-        _ = await stop.wait(seconds: self.seconds)
+        let reason = await stop.wait(seconds: self.seconds)
         await session.close()
-        JSONLines.line(["event": "stopped", "statistics": [
+        JSONLines.line(["event": "stopped", "reason": stop.signal.map { "signal \($0)" } ?? reason, "statistics": [
             "malformed": session.statistics.malformedMessages,
             "refused": session.statistics.refusedRequests,
             "authentication_failures": session.statistics.authenticationFailures,
             "relayed": session.statistics.relayedMessages,
+            "silent_peers": session.statistics.silentPeers,
         ]])
+        if let signal = stop.signal { TerminationSignals.exit(as: signal) }
     }
 }
 

@@ -111,6 +111,35 @@ struct ChatTerminalTests {
         #expect(stty.contains(" icanon") && !stty.contains("-icanon") && !stty.contains("-echo "), "\(all)")
     }
 
+    /// `kill` (SIGTERM) and a closed terminal (SIGHUP: tmux kills the session) end gk-chat with
+    /// its goodbye: a browser elsewhere sees each withdrawn; the killed one's terminal is cooked.
+    @Test func killAndAClosedTerminalSayGoodbyeAndGiveTheTerminalBack() async throws {
+        let result = try await SandboxScript.run(
+            Self.script(
+                """
+                gk-mdns browse --type _tmux-bye._udp --seconds 40 --ignore-stdin > $d/m &
+                M=$!
+                \(Self.launch("a", "Alice", "--session-id tmux-bye --seconds 40"))
+                \(Self.launch("b", "Bob", "--session-id tmux-bye --seconds 40"))
+                \(Self.await("a", "Bob"))
+                \(Self.await("b", "Alice"))
+                for i in $(seq 200); do [ $(grep -c '"event":"found"' $d/m) -ge 2 ] && break; sleep 0.05; done
+                # Only this pane's gk-chat: other tests run gk-chat processes at the same time.
+                kill -TERM $(pgrep -x gk-chat -P "$($T list-panes -t a -F '#{pane_pid}')")
+                for i in $(seq 200); do [ -s $d/a.stty ] && break; sleep 0.05; done
+                $T kill-session -t b
+                for i in $(seq 200); do [ $(grep -c '"event":"lost"' $d/m) -ge 2 ] && break; sleep 0.05; done
+                kill $M; wait $M
+                sed 's/^/STTY-A /' $d/a.stty
+                sed 's/^/M /' $d/m
+                """), timeout: 60)
+        let all = result.lines.joined(separator: "\n")
+        let lost = result.objects(tagged: "M").filter { $0["event"] as? String == "lost" }.compactMap { $0["instance"] as? String }
+        #expect(lost.contains { $0.hasPrefix("Alice") } && lost.contains { $0.hasPrefix("Bob") }, "\(all)")
+        let stty = Self.screen(result, "STTY-A")
+        #expect(stty.contains(" icanon") && !stty.contains("-icanon") && !stty.contains("-echo "), "\(all)")
+    }
+
     @Test func declineCancelAndTimeoutInTheTerminalPicker() async throws {
         let result = try await SandboxScript.run(
             Self.script(

@@ -169,6 +169,40 @@ struct SessionLoopbackTests {
         await Self.close(all)
     }
 
+    /// Accepts every request; holds nothing (the session keeps its delegate weakly).
+    final class Accepter: GKSessionDelegate, @unchecked Sendable {
+        func session(_ session: GKSession, didReceiveConnectionRequestFromPeer peerID: String) {
+            try? session.acceptConnection(fromPeer: peerID)
+        }
+    }
+
+    @Test func droppingASessionsLastReferenceTellsItsPeerAndWithdrawsIt() async throws {
+        let id = Self.uniqueID()
+        let all = try await Self.sessions([("Client", .client), ("Watcher", .client)], id: id)
+        let (client, watcher) = (all[0], all[1])
+        // Only a goodbye could disconnect it within the waits below.
+        client.session.disconnectTimeout = 600
+        let accepter = Accepter()
+        var server: GKSession? = GKSession(sessionID: id, displayName: "Server", sessionMode: .server)
+        server!.delegateQueue = DispatchQueue(label: "server")
+        server!.delegate = accepter
+        server!.isAvailable = true
+        let serverID: String = server!.peerID
+        #expect(await client.waitUntilSees(server!))
+        #expect(await watcher.waitUntilSees(server!))
+        client.session.connect(toPeer: serverID, withTimeout: 10)
+        #expect(await client.wait(for: .state(serverID, .stateConnected)))
+        weak let gone = server
+        server = nil
+        #expect(gone == nil)
+        // The connected client is told at once (its disconnect timeout is 10 min), and the watcher
+        // sees the advertisement withdrawn (its records would otherwise live 75 minutes).
+        #expect(await client.wait(for: .state(serverID, .stateDisconnected)))
+        #expect(await watcher.wait(for: .state(serverID, .stateUnavailable)))
+        #expect(watcher.session.statistics.silentPeers == 0)
+        await Self.close(all)
+    }
+
     @Test func aPeerInAGameStaysAvailableAndAThirdCanJoinIt() async throws {
         // As the reference has it: connected or not, an available session is visible; the
         // application sets isAvailable to false when its game is full.

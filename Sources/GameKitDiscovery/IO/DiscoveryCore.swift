@@ -251,7 +251,16 @@ final class DiscoveryCore: @unchecked Sendable {
     }
 
     /// Runs due timers, delivers events, writes messages, re-arms the timer.
-    func runCycle() {
+    /// Runs a cycle now and waits until what it sent is on the wire: withdrawals' goodbyes have
+    /// left when it returns.
+    func flush() async {
+        try? await self.eventLoop.flatSubmit { self.runCycle() }.get()
+    }
+
+    /// Advances the machine, sends what it produced and hands on its events; the future
+    /// completes when the sends have.
+    @discardableResult
+    func runCycle() -> EventLoopFuture<Void> {
         self.eventLoop.assertInEventLoop()
         var serviceEvents: [(@Sendable (ResponderEvent) -> Void, ResponderEvent)] = []
         var browseEvents: [(@Sendable (BrowseEvent) -> Void, BrowseEvent)] = []
@@ -272,10 +281,11 @@ final class DiscoveryCore: @unchecked Sendable {
             self.queuedBrowseDeliveries = []
             return self.machine.nextDeadline
         }
-        _ = self.writeOutgoing()
+        let written = self.writeOutgoing()
         for (handler, event) in serviceEvents { handler(event) }
         for (handler, event) in browseEvents { handler(event) }
         self.arm(deadline)
+        return written
     }
 
     @discardableResult

@@ -73,6 +73,12 @@ public final class DiscoveryEndpoint: Sendable {
     /// The interfaces in use now, with their addresses.
     public var interfaces: [NetworkInterface] { self.core.interfaces }
 
+    /// Returns once every packet due now has been sent: after ``ServiceRegistration/withdraw()``,
+    /// the goodbyes are on the wire (for a program about to exit).
+    public func flush() async {
+        await self.core.flush()
+    }
+
     /// Withdraws every service (goodbye packets) and closes the sockets.
     public func shutdown() async {
         await self.core.shutdown()

@@ -196,13 +196,21 @@ final class SessionCore: @unchecked Sendable {
             return (discovery, waiters)
         }
         for waiter in waiters { waiter.resume(returning: .failed(GKSessionError(.notConnectedError))) }
-        if let endpoint = self.slot.current {
-            self.slot.install(nil)
-            await endpoint.shutdown()
+        // The goodbyes first, links and advertisement at once: the program may exit as soon as
+        // this returns.
+        await withTaskGroup(of: Void.self) { group in
+            if let endpoint = self.slot.current {
+                self.slot.install(nil)
+                group.addTask { await endpoint.shutdown() }
+            }
+            if let discovery {
+                group.addTask { await discovery.flush() }
+            }
         }
         if discovery != nil {
             await SharedDiscovery.shared.release(interfaces: self.configuration.interfaceNames)
         }
+        LiveSessions.shared.remove(self)
     }
 
     var isClosed: Bool { self.lock.withLock { self.phase == .closed } }

@@ -94,11 +94,48 @@ open class GKSession: NSObject, @unchecked Sendable {
 
     private func connectDelivery() {
         self.core.setDeliver { [weak self] notifications, names in self?.deliver(notifications, names: names) }
+        let core = self.core
+        LiveSessions.shared.add(core) { [weak self] in
+            if let self { await self.close() } else { await core.shutdown() }
+        }
     }
 
+    /// A session whose last reference goes away closes as ``close()`` does, in the background:
+    /// its peers are told, its advertisement is withdrawn.
     deinit {
         let core = self.core
         Task { await core.shutdown() }
+    }
+
+    /// Ends every session of the process as ``close()`` ends one (a Swift-only addition): each
+    /// connected peer is told (it sees `.stateDisconnected` at once), each advertisement is
+    /// withdrawn with multicast DNS goodbyes (every browser, Avahi's and the picker's included,
+    /// drops the peer at once), each browser stops. Returns when those packets are on the wire,
+    /// or after `timeout` seconds; true when every session finished in time.
+    ///
+    /// Call it from your program's own handling of termination signals (a `DispatchSource`
+    /// signal source, not a C signal handler, which may call nothing of this kind) and then end
+    /// the process:
+    ///
+    /// ```swift
+    /// signal(SIGTERM, SIG_IGN)
+    /// let source = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
+    /// source.setEventHandler {
+    ///     GKSession.closeAll()
+    ///     exit(EXIT_SUCCESS)
+    /// }
+    /// source.resume()
+    /// ```
+    ///
+    /// `exit()` (and returning from `main`) runs it too, waiting at most half a second. A
+    /// process killed by a signal it does not handle (SIGKILL, or SIGTERM left to its default)
+    /// says no goodbye; the others then see it gone within a few seconds (PROTOCOL §14.7).
+    ///
+    /// It blocks the calling thread; the work happens on the sessions' own threads, so any
+    /// thread or queue may call it, the main queue included.
+    @discardableResult
+    public static func closeAll(timeout: TimeInterval = 1) -> Bool {
+        LiveSessions.shared.closeAll(timeout: timeout)
     }
 
     // MARK: - Properties

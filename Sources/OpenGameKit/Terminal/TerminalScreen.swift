@@ -15,7 +15,7 @@ private let leaveSequence: [UInt8] = Array("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l".u
 
 /// Puts the terminal back as it was: cooked mode, main screen, cursor shown. Safe in a signal
 /// handler (only `tcsetattr` and `write`).
-private func restoreTerminalNow() {
+func restoreTerminalNow() {
     guard terminalIsRaw != 0 else { return }
     terminalIsRaw = 0
     _ = tcsetattr(STDIN_FILENO, TCSANOW, &savedAttributes)
@@ -102,7 +102,10 @@ public final class TerminalScreen: @unchecked Sendable {
         guard !self.handlersInstalled else { return }
         self.handlersInstalled = true
         atexit { restoreTerminalNow() }
-        for signalNumber in restoringSignals {
+        // A program that handles the polite signals itself (to say goodbye first) restores the
+        // terminal on its way out; a handler here would end it before its goodbyes.
+        let polite = TerminationSignals.areHandled ? TerminationSignals.polite : []
+        for signalNumber in restoringSignals where !polite.contains(signalNumber) {
             signal(signalNumber) { received in
                 restoreTerminalNow()
                 signal(received, SIG_DFL)

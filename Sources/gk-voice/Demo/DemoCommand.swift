@@ -32,10 +32,15 @@ struct DemoCommand: AsyncParsableCommand {
             sessionID: self.sessionID, displayName: self.name, sessionMode: .peer,
             configuration: GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface))
         let app = VoiceApp(session: session, service: service)
+        // SIGINT, SIGTERM and SIGHUP quit as Ctrl-C on the screen does: the call is hung up,
+        // the peers told, the advertisement withdrawn; then the process ends as the signal
+        // would have ended it.
+        TerminationSignals.handle { _ in MainActor.assumeIsolated { app.quit() } }
         if let seconds = self.seconds {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { MainActor.assumeIsolated { app.quit() } }
         }
         await app.run()
+        if let signal = TerminationSignals.received { TerminationSignals.exit(as: signal) }
     }
 }
 
@@ -72,6 +77,9 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
     func quit() {
         guard !self.quitting else { return }
         self.quitting = true
+        // Withdrawn first, so that browsers drop this peer at once; the hang-up then has its
+        // moment to reach the other side before the links close.
+        self.session.isAvailable = false
         self.picker.dismiss()
         self.closeScreen()
         if let peerID { self.service.stopVoiceChat(withParticipantID: peerID) }

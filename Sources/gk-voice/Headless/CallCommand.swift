@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OpenGameKit
 import OpenGameKitVoice
 
 /// `gk-voice call`: a voice chat without a screen, over a rendezvous server (for tests and the
@@ -47,18 +48,20 @@ struct CallCommand: ParsableCommand {
         service.client = client
         defer { client.close() }
 
+        // SIGINT, SIGTERM and SIGHUP end the call early, with its hang-up and summary.
+        TerminationSignals.handle(on: .global()) { _ in }
         let start = Date()
         let end = start.addingTimeInterval(self.seconds)
         if let peer = self.call {
-            while !client.isPresent(peer) && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
-            try service.startVoiceChat(withParticipantID: peer)
+            while !client.isPresent(peer) && Date() < end && TerminationSignals.received == nil { Thread.sleep(forTimeInterval: 0.01) }
+            if TerminationSignals.received == nil { try service.startVoiceChat(withParticipantID: peer) }
         }
         let invited = Date()
         var firstAudio: Double?
         var statistics = service.engineStatistics
         var path = "none"
         var pathMilliseconds: Double?
-        while Date() < end {
+        while Date() < end && TerminationSignals.received == nil {
             let current = service.engineStatistics
             if let current { statistics = current }
             if let chosen = service.currentPath {
@@ -77,6 +80,8 @@ struct CallCommand: ParsableCommand {
             "event": "summary", "name": self.name, "path": path, "path_ms": pathMilliseconds ?? -1, "first_audio_ms": firstAudio ?? -1,
             "packets_received": statistics?.packetsReceived ?? 0, "packets_sent": statistics?.packetsSent ?? 0,
         ])
+        client.close()
+        if let signal = TerminationSignals.received { TerminationSignals.exit(as: signal) }
     }
 }
 
