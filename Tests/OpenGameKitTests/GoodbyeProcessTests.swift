@@ -12,7 +12,10 @@ import Testing
 /// Nothing else could explain what the observers see within the run: the watcher's disconnect
 /// timeout is ten minutes, the browser does no liveness probing, and the records' lifetime is
 /// 75 minutes.
-@Suite("Goodbye on every ordinary exit, across processes")
+///
+/// Serialized: twelve cases of six processes each at once on two cores starved the discovery
+/// interop tests running beside them (python-zeroconf's 3-second registration window).
+@Suite("Goodbye on every ordinary exit, across processes", .serialized)
 struct GoodbyeProcessTests {
     enum Way: String, CaseIterable, CustomTestStringConvertible {
         case interrupt = "INT", terminate = "TERM", hangUp = "HUP", endOfInput = "EOF"
