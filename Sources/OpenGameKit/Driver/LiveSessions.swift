@@ -39,8 +39,6 @@ final class LiveSessions: Sendable {
         self.entries.withLockedValue { $0[ObjectIdentifier(core)] = nil }
     }
 
-    var count: Int { self.entries.withLockedValue { $0.count } }
-
     /// Closes every session at once and waits for all of them, at most `timeout` seconds; true
     /// when all finished in time. Blocks the calling thread: the work runs on other threads
     /// (the sessions' event loops and the concurrency pool), never on the caller's queue.
