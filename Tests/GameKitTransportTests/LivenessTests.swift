@@ -52,6 +52,38 @@ struct LivenessTests {
         #expect(net.now - back <= LivenessWatcher.silentInterval)
     }
 
+    /// Three probes unanswered, then this endpoint's timer fires late (its loop was held up and
+    /// the answers may still wait in the socket): no verdict yet. Answers that then arrive keep
+    /// the peer alive; a peer that is really gone is silent one on-time interval later.
+    @Test(arguments: [true, false]) func aLateTimerGivesNoVerdictUntilItRunsOnTime(answersWereWaiting: Bool) {
+        var (net, id) = Self.pair()
+        net.run(for: .seconds(10))
+        nonisolated(unsafe) var held: [SimulatedDatagram] = []
+        nonisolated(unsafe) var holding = true
+        net.interceptor = { datagram in
+            guard holding, datagram.destination == VirtualNetwork.address(1) else { return true }
+            held.append(datagram)
+            return false
+        }
+        #expect(net.run(for: .seconds(10)) { $0.nodes[0].machine.livenessWatcher.watches[id]!.unanswered == LivenessWatcher.probesBeforeSilence })
+        #expect(held.count == LivenessWatcher.probesBeforeSilence)
+        let due = net.nodes[0].machine.livenessWatcher.watches[id]!.nextProbe
+        net.now = due + .seconds(2)
+        net.nodes[0].machine.handleTimeouts(now: net.now)
+        #expect(Self.changes(net.nodes[0]) == [])
+        #expect(net.nodes[0].machine.endpointStatistics.livenessVerdictsDeferred == 1)
+        if answersWereWaiting {
+            holding = false
+            net.injected.append(contentsOf: held)
+            net.run(for: .seconds(10))
+            #expect(Self.changes(net.nodes[0]) == [])
+        } else {
+            let resumed = net.now
+            #expect(net.run(for: .seconds(10)) { Self.changes($0.nodes[0]) == [false] })
+            #expect(net.now - resumed <= LivenessWatcher.interval(watching: 1) + LivenessWatcher.stallTolerance)
+        }
+    }
+
     @Test func forgedAndReplayedAnswersAreIgnored() {
         var (net, _) = Self.pair()
         // Capture a real answer, then kill the peer and replay it, and forge others with the

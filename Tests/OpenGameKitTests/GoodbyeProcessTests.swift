@@ -116,18 +116,15 @@ struct GoodbyeProcessTests {
         func lost(_ name: String) -> [[String: Any]] {
             browser.filter { $0["event"] as? String == "lost" && ($0["instance"] as? String)?.hasPrefix(name) == true }
         }
-        // (On a starved machine a watcher's liveness may also take a peer off for a while before
-        // the stop, and its reconfirmation flush every cache: a loss before the mark is not the
-        // goodbye's business. See the stop's note: liveness false positives under load.)
-        func lastIsLost(_ name: String) -> Bool {
-            browser.last { ($0["instance"] as? String)?.hasPrefix(name) == true }?["event"] as? String == "lost"
-        }
-        #expect(!after(lost("Idler")).isEmpty && lastIsLost("Idler"), "\(output)")
-        #expect(lastIsLost("Leaver"), "\(output)")
-        if leaverAdvertised { #expect(!after(lost("Leaver")).isEmpty, "\(output)") }
+        #expect(after(lost("Idler")).count == 1 && lost("Idler").count == 1, "\(output)")
+        #expect(lost("Leaver").count == 1, "\(output)")
+        if leaverAdvertised { #expect(after(lost("Leaver")).count == 1, "\(output)") }
         // Each ended as the signal would have ended it (or normally, at the end of its input).
         #expect(result.objects(tagged: "X").first?["status"] as? Int == status, "\(output)")
         #expect(result.objects(tagged: "Y").first?["status"] as? Int == status, "\(output)")
+        // The watcher heard goodbyes: it never had to find a peer silent.
+        let stopped = result.objects(tagged: "W").first { $0["event"] as? String == "stopped" }
+        #expect((stopped?["statistics"] as? [String: Any])?["silent_peers"] as? Int == 0, "\(output)")
         return result
     }
 

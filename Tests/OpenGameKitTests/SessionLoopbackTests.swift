@@ -199,6 +199,7 @@ struct SessionLoopbackTests {
         // sees the advertisement withdrawn (its records would otherwise live 75 minutes).
         #expect(await client.wait(for: .state(serverID, .stateDisconnected)))
         #expect(await watcher.wait(for: .state(serverID, .stateUnavailable)))
+        #expect(watcher.session.statistics.silentPeers == 0)
         await Self.close(all)
     }
 

@@ -270,6 +270,7 @@ struct EndpointMachine {
         snapshot.livenessProbesSent = UInt64(watcher.probesSent)
         snapshot.livenessAnswersAccepted = UInt64(watcher.answersAccepted)
         snapshot.livenessAnswersIgnored = UInt64(watcher.answersIgnored)
+        snapshot.livenessVerdictsDeferred = UInt64(watcher.verdictsDeferred)
         snapshot.pendingRequests = self.requests.count
         snapshot.unconfirmedLinks = self.accepted.count
         snapshot.pendingInitiations = self.initiators.count

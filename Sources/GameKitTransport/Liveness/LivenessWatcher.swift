@@ -15,6 +15,10 @@ public struct LivenessWatchID: Hashable, Sendable, CustomStringConvertible {
 /// none of ``probesBeforeSilence`` probes over that many intervals is reported silent, and is
 /// then probed every ``silentInterval`` until it answers again.
 ///
+/// A verdict is given only by a timer that fires on time: when this endpoint's own loop was held
+/// up (a starved machine, a stopped debugger) for more than ``stallTolerance``, the answers that
+/// arrived meanwhile may still wait in the socket, so the verdict waits one more interval.
+///
 /// An answer counts only if it carries the nonce of a probe still outstanding and the MAC of the
 /// key the two endpoints share: a sender without the peer's private key cannot make a dead peer
 /// look alive, and one that can only send packets cannot make a live peer look dead (its forged
@@ -28,6 +32,8 @@ struct LivenessWatcher {
     static let answerWindow = TimeAmount.seconds(10)
     /// Addresses of one peer probed in turn, at most.
     static let maximumAddresses = 4
+    /// How late a probe's timer may fire and still give a verdict.
+    static let stallTolerance = TimeAmount.milliseconds(250)
 
     struct Watch {
         var addresses: [SocketAddress]
@@ -46,7 +52,7 @@ struct LivenessWatcher {
     private var outstanding: [UInt64: (watch: LivenessWatchID, sentAt: NIODeadline)] = [:]
     private var nextID: UInt64 = 1
     private var random: any RandomNumberGenerator
-    private(set) var statistics = (probesSent: 0, answersAccepted: 0, answersIgnored: 0)
+    private(set) var statistics = (probesSent: 0, answersAccepted: 0, answersIgnored: 0, verdictsDeferred: 0)
 
     init(random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
         self.random = random
@@ -102,8 +108,12 @@ struct LivenessWatcher {
             if watch.isAlive, watch.unanswered >= Self.probesBeforeSilence,
                 now - watch.lastEvidence >= interval * Int64(Self.probesBeforeSilence)
             {
-                watch.isAlive = false
-                changed(id, false)
+                if now - watch.nextProbe > Self.stallTolerance {
+                    self.statistics.verdictsDeferred += 1
+                } else {
+                    watch.isAlive = false
+                    changed(id, false)
+                }
             }
             let address = watch.addresses[watch.turn % watch.addresses.count]
             watch.turn &+= 1
