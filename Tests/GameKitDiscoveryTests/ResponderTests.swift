@@ -38,6 +38,48 @@ struct ResponderTests {
         }
     }
 
+    /// RFC 6762 §15.1: with another mDNS stack on the port, a unicast reply might reach its
+    /// socket instead of ours, so even the first probe is QM; a rename's probes follow the flag
+    /// as it is when they go.
+    @Test func noProbeAsksForUnicastWhileAnotherStackSharesThePort() {
+        var link = VirtualLink()
+        link.addNode()
+        link.nodes[0].machine.responder.mayAskForUnicast = false
+        _ = link.with(0) { machine, now in try! machine.responder.register(.test(), now: now) }
+        link.run(for: .seconds(5))
+        let probes = link.sent(by: 0).filter { !$0.message.isResponse }
+        #expect(probes.count == 3)
+        #expect(probes.allSatisfy { $0.message.questions.allSatisfy { !$0.unicastResponse } })
+        // The other stack has gone: the next service's first probe asks for unicast again.
+        link.nodes[0].machine.responder.mayAskForUnicast = true
+        _ = link.with(0) { machine, now in try! machine.responder.register(.test("Bob"), now: now) }
+        link.run(for: .seconds(5))
+        let later = link.sent(by: 0).filter { !$0.message.isResponse }.dropFirst(3)
+        #expect(later.count == 3)
+        #expect(later.first?.message.questions.allSatisfy(\.unicastResponse) == true)
+        #expect(later.dropFirst().allSatisfy { $0.message.questions.allSatisfy { !$0.unicastResponse } })
+    }
+
+    /// Sockets on the mDNS port, counted from /proc/net/udp and /proc/net/udp6 as Linux writes
+    /// them (one header line; the local port is the hexadecimal after the last colon).
+    @Test func socketsOnThePortAreCountedFromTheKernelsTables() {
+        let udp = """
+              sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+             1021: 00000000:14E9 00000000:0000 07 00000000:00000000 00:00000000 00000000   108        0 31011 2 0000000000000000 0
+             1021: 00000000:14E9 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 41011 2 0000000000000000 0
+             4012: 0100007F:C14E 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 41012 2 0000000000000000 0
+            """
+        let udp6 = """
+              sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+             1021: 00000000000000000000000000000000:14E9 00000000000000000000000000000000:0000 07 00000000:00000000 00:00000000 00000000   108        0 31012 2 0000000000000000 0
+            """
+        #expect(PortSharing.socketCount(inTable: udp, port: 5353) == 2)
+        #expect(PortSharing.socketCount(inTable: udp6, port: 5353) == 1)
+        #expect(PortSharing.socketCount(inTable: udp, port: 0xC14E) == 1)
+        #expect(PortSharing.socketCount(inTable: "", port: 5353) == 0)
+        #expect(PortSharing.socketCount(inTable: "header\ngarbage line\n 1: x:y z", port: 5353) == 0)
+    }
+
     @Test func announcesThreeTimesWithDoublingGapsCacheFlushOnUniqueRecordsAndRFCTTLs() {
         var (link, id) = Self.registered()
         link.run(for: .seconds(10))

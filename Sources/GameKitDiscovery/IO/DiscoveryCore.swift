@@ -12,6 +12,7 @@ import NIOPosix
 /// re-arms the single timer. Interfaces are re-read periodically; sockets follow them.
 final class DiscoveryCore: @unchecked Sendable {
     struct SocketKey: Hashable { var interfaceIndex: Int; var family: MulticastSocket.Family }
+    static let portCheckInterval = TimeAmount.seconds(1)
 
     let eventLoop: EventLoop
     private let configuration: DiscoveryConfiguration
@@ -38,6 +39,8 @@ final class DiscoveryCore: @unchecked Sendable {
     private var timerDeadline: NIODeadline?
     private var interfacePoll: RepeatedTask?
     private var currentInterfaces: [NetworkInterface] = []
+    /// When the port was last checked for other mDNS stacks (``PortSharing``).
+    private var portCheckedAt: NIODeadline?
 
     init(configuration: DiscoveryConfiguration, eventLoop: EventLoop, hostLabel: String, logger: Logger) {
         self.configuration = configuration
@@ -264,7 +267,15 @@ final class DiscoveryCore: @unchecked Sendable {
         self.eventLoop.assertInEventLoop()
         var serviceEvents: [(@Sendable (ResponderEvent) -> Void, ResponderEvent)] = []
         var browseEvents: [(@Sendable (BrowseEvent) -> Void, BrowseEvent)] = []
+        // At most once a second, before the machine may send a probe (RFC 6762 §15.1).
+        let checkNow = NIODeadline.now()
+        var shared: Bool?
+        if self.portCheckedAt.map({ checkNow - $0 >= Self.portCheckInterval }) ?? true {
+            self.portCheckedAt = checkNow
+            shared = PortSharing.isShared(port: self.configuration.port)
+        }
         let deadline = self.lock.withLock { () -> NIODeadline? in
+            if let shared { self.machine.responder.mayAskForUnicast = !shared }
             self.cycleRequested = false
             guard !self.isShutDown else { return nil }
             let now = NIODeadline.now()

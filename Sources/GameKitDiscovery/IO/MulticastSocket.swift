@@ -86,6 +86,8 @@ enum MulticastSocket {
             try? await channel.close()
             throw error
         }
+        PortSharing.opened()
+        channel.closeFuture.whenComplete { _ in PortSharing.closed() }
         return channel
     }
 }

@@ -62,6 +62,10 @@ struct ResponderMachine: Sendable {
         var truncatedQueriers: [SocketAddress] = []
     }
 
+    /// Whether a first probe may ask for unicast replies (QU, RFC 6762 §8.1): not while another
+    /// mDNS stack shares the port on this host (§15.1), whose socket might get the reply.
+    var mayAskForUnicast = true
+
     /// - Parameter hostLabel: the first label of the host name, e.g. `alice-pc-3f2a`.
     init(hostLabel: String, random: DiscoveryRandom) {
         self.baseHostLabel = hostLabel
@@ -240,7 +244,7 @@ struct ResponderMachine: Sendable {
 
         for interface in self.interfaces.values.sorted(by: { $0.index < $1.index }) {
             if !probeNames.isEmpty {
-                let questions = probeNames.map { DNSQuestion(name: $0.claim, type: .any, unicastResponse: $0.first) }
+                let questions = probeNames.map { DNSQuestion(name: $0.claim, type: .any, unicastResponse: $0.first && self.mayAskForUnicast) }
                 // The cache-flush bit belongs to responses (RFC 6762 §10.2); probes propose the
                 // records without it.
                 let authorities = probeNames.flatMap { $0.records(interface) }.map { record -> DNSResourceRecord in
