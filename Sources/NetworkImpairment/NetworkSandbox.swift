@@ -41,23 +41,38 @@ public enum NetworkSandbox {
     /// `/sys/class/net` is not used because it shows the namespace that mounted sysfs (the
     /// host's, inside `scripts/sandbox`). Where `/proc/net/dev` does not exist (not Linux)
     /// this always throws.
+    ///
+    /// A test that needs interfaces named like a real machine's (e.g. `docker0`, to check that
+    /// discovery leaves container bridges alone) creates them inside the sandbox and names them
+    /// in `OGK_SANDBOX_EXTRA_INTERFACES` (comma separated). They are accepted only while this
+    /// process's network namespace is not the one `scripts/sandbox` was started in (it exports
+    /// that one's identity as `OGK_SANDBOX_OUTER_NETNS`): a process that inherited the variables
+    /// but runs outside is still refused.
     public static func requireIsolation() throws(NotIsolatedError) {
         let marker = getenv("OGK_SANDBOX").map { String(cString: $0) }
         let interfaces = self.readFile("/proc/net/dev").map(self.interfaceNames(procNetDev:))
-        if let error = self.isolationProblem(sandboxVariable: marker, interfaces: interfaces) {
+        let declared = getenv("OGK_SANDBOX_EXTRA_INTERFACES").map { String(cString: $0).split(separator: ",").map(String.init) } ?? []
+        let own = self.namespace("/proc/self/ns/net")
+        let outer = getenv("OGK_SANDBOX_OUTER_NETNS").map { String(cString: $0) }
+        let isPrivate = own != nil && outer != nil && own != outer
+        if let error = self.isolationProblem(sandboxVariable: marker, interfaces: interfaces, declared: declared, privateNamespace: isPrivate) {
             throw error
         }
     }
 
     /// The pure decision behind ``requireIsolation()``: `nil` when isolated, otherwise why not.
-    static func isolationProblem(sandboxVariable: String?, interfaces: [String]?) -> NotIsolatedError? {
+    /// `declared` names are accepted only in a `privateNamespace`.
+    static func isolationProblem(
+        sandboxVariable: String?, interfaces: [String]?, declared: [String] = [], privateNamespace: Bool = false
+    ) -> NotIsolatedError? {
         guard sandboxVariable == "1" else {
             return NotIsolatedError(reason: "the environment variable OGK_SANDBOX is not 1")
         }
         guard let interfaces else {
             return NotIsolatedError(reason: "/proc/net/dev cannot be read, so network isolation cannot be checked")
         }
-        let foreign = interfaces.filter { $0 != "lo" && !$0.hasPrefix("ogk") }.sorted()
+        let accepted = privateNamespace ? Set(declared) : []
+        let foreign = interfaces.filter { $0 != "lo" && !$0.hasPrefix("ogk") && !accepted.contains($0) }.sorted()
         guard foreign.isEmpty else {
             return NotIsolatedError(
                 reason: "OGK_SANDBOX is 1 but network interfaces other than lo and ogk* are visible (\(foreign.joined(separator: ", ")))"
@@ -76,6 +91,14 @@ public enum NetworkSandbox {
             let name = line[..<colon].trimmingPrefix(while: { $0 == " " })
             return name.isEmpty ? nil : String(name)
         }
+    }
+
+    /// The target of a namespace link (`net:[4026531840]`), nil when it cannot be read.
+    private static func namespace(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The whole file, read with plain POSIX calls (files in /proc report a size of 0).

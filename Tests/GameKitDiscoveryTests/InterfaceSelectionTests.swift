@@ -48,6 +48,51 @@ struct InterfaceSelectionTests {
         #expect(Self.chosen(environment: ["OTHER": "eth0"]) == defaults)
     }
 
+    /// Container and virtual machine bridges (Docker, libvirt, LXC, CNI, Podman, the veth ends
+    /// of containers) are left out unless named.
+    @Test func containerAndVirtualMachineBridgesAreUsedOnlyWhenNamed() {
+        let bridges = ["docker0", "br-5f1e2d3c4b5a", "veth3a1b2c4", "virbr0", "lxcbr0", "cni0", "podman0"]
+        let available = Self.available + bridges.enumerated().map { offset, name in
+            (NetworkInterface(index: 10 + offset, name: name, ipv4: [IPv4Bytes(172, 17, UInt8(offset), 1)]), true)
+        }
+        #expect(InterfaceEnumerator.choose(from: available, requested: nil).map(\.name) == ["lo", "eth0", "wlan0"])
+        #expect(InterfaceEnumerator.choose(from: available, requested: ["docker0", "eth0"]).map(\.name) == ["eth0", "docker0"])
+        // Names that merely contain a prefix are ordinary interfaces.
+        #expect(!InterfaceEnumerator.isVirtualBridge("enp0s31f6") && !InterfaceEnumerator.isVirtualBridge("wlbr0"))
+        #expect(!InterfaceEnumerator.isVirtualBridge("ogk0"))
+    }
+
+    /// Real interfaces named like Docker's bridge and a container's veth end, made in the sandbox:
+    /// a default responder neither announces there nor lists their addresses; one that names
+    /// docker0 does.
+    @Test func aDefaultResponderStaysOffDockerBridgesAcrossProcesses() async throws {
+        let result = try await SandboxScript.run(
+            """
+            # (The kernel here has no dummy interfaces: a bridge without ports, and a veth pair.)
+            export OGK_SANDBOX_EXTRA_INTERFACES=docker0,veth9f8e7d6
+            ip link add docker0 type bridge
+            ip link add veth9f8e7d6 type veth peer name ogkc1
+            for name in docker0 veth9f8e7d6 ogkc1; do ip link set $name multicast on up; done
+            ip addr add 172.17.0.1/16 dev docker0
+            ip addr add 172.31.0.1/16 dev veth9f8e7d6
+            gk-mdns register --type _bridge._udp --name Default --port 7011 --seconds 4 --ignore-stdin | sed -u 's/^/X /' &
+            gk-mdns register --type _bridge._udp --name Named --port 7012 --interface docker0 --seconds 4 --ignore-stdin | sed -u 's/^/Y /' &
+            gk-mdns browse --type _bridge._udp --interface docker0 --seconds 3 --ignore-stdin | sed -u 's/^/D /' &
+            gk-mdns browse --type _bridge._udp --interface veth9f8e7d6 --seconds 3 --ignore-stdin | sed -u 's/^/V /' &
+            gk-mdns browse --type _bridge._udp --interface lo --seconds 3 --ignore-stdin | sed -u 's/^/L /'
+            wait
+            """)
+        let output = result.lines.joined(separator: "\n")
+        func found(_ tag: String) -> Set<String> {
+            Set(result.objects(tagged: tag).filter { $0["event"] as? String == "found" }.compactMap { $0["instance"] as? String })
+        }
+        #expect(found("D") == ["Named"], "\(output)")
+        #expect(found("V").isEmpty, "\(output)")
+        #expect(found("L") == ["Default"], "\(output)")
+        let addresses = result.objects(tagged: "L").flatMap { $0["addresses"] as? [String] ?? [] }
+        #expect(!addresses.contains("172.17.0.1") && !addresses.contains("172.31.0.1"), "\(output)")
+    }
+
     @Test func namesThatMatchNoInterfaceChooseNone() {
         #expect(Self.chosen(environment: [Self.variable: "ogk-none0"]).isEmpty)
         #expect(Self.chosen(environment: [Self.variable: "ETH0"]).isEmpty)  // names are exact

@@ -20,6 +20,11 @@ struct NetworkSandboxTests {
         let leaky = NetworkSandbox.isolationProblem(sandboxVariable: "1", interfaces: ["lo", "eth0", "wlan0"])
         #expect(leaky?.reason.contains("eth0, wlan0") == true)
         #expect(NetworkSandbox.isolationProblem(sandboxVariable: "1", interfaces: nil) != nil)
+        // Interfaces a test made and declared pass only in a namespace of the sandbox's own.
+        let made = ["lo", "docker0", "veth1"]
+        #expect(NetworkSandbox.isolationProblem(sandboxVariable: "1", interfaces: made, declared: ["docker0", "veth1"], privateNamespace: true) == nil)
+        #expect(NetworkSandbox.isolationProblem(sandboxVariable: "1", interfaces: made, declared: ["docker0", "veth1"], privateNamespace: false) != nil)
+        #expect(NetworkSandbox.isolationProblem(sandboxVariable: "1", interfaces: made, declared: ["docker0"], privateNamespace: true)?.reason.contains("veth1") == true)
     }
 
     @Test("interface names are parsed from /proc/net/dev")

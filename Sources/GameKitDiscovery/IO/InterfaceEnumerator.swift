@@ -71,14 +71,25 @@ enum InterfaceEnumerator {
         }
     }
 
+    /// Name prefixes of the bridges and virtual links that containers and virtual machines add to
+    /// a host (Docker's docker0 and br-<id>, the veth ends of containers, libvirt's virbr, LXC's
+    /// lxcbr, CNI's and Podman's bridges). Peers are not there, and advertising their addresses
+    /// would give the others addresses they cannot reach; they are used only when named.
+    static let virtualBridgePrefixes = ["docker", "br-", "veth", "virbr", "lxcbr", "cni", "podman"]
+
+    /// Whether an interface name is one of ``virtualBridgePrefixes``'.
+    static func isVirtualBridge(_ name: String) -> Bool {
+        Self.virtualBridgePrefixes.contains { name.hasPrefix($0) }
+    }
+
     /// Chooses among the interfaces that are up: those `requested` by name (none if no name
     /// matches; the caller reports that), or, when no name is requested, every multicast-capable
-    /// one with an address.
+    /// one with an address that is not a container or virtual machine bridge.
     static func choose(from available: [(interface: NetworkInterface, multicast: Bool)], requested: [String]?) -> [NetworkInterface] {
         if let requested, !requested.isEmpty {
             return available.map(\.interface).filter { requested.contains($0.name) }
         }
-        return available.filter { $0.multicast && !$0.interface.addresses.isEmpty }.map(\.interface)
+        return available.filter { $0.multicast && !$0.interface.addresses.isEmpty && !Self.isVirtualBridge($0.interface.name) }.map(\.interface)
     }
 
     /// The process environment as a dictionary.
