@@ -95,7 +95,7 @@ public enum SandboxScript {
     /// Bash that waits (at most 20 s) until `file` has `count` lines containing `text`, a fixed
     /// string (not a pattern).
     public static func awaitText(_ text: String, in file: String, count: Int = 1) -> String {
-        "for i in $(seq 400); do [ $(grep -cF -- '\(text)' \(file) 2>/dev/null || echo 0) -ge \(count) ] && break; sleep 0.05; done"
+        "for i in $(seq 400); do [ $(cat \(file) 2>/dev/null | grep -cF -- '\(text)') -ge \(count) ] && break; sleep 0.05; done"
     }
 
     /// Bash that waits until `file` contains a "listening" line (at most 10 s).

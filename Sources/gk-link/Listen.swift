@@ -103,6 +103,8 @@ struct Listen: AsyncParsableCommand {
             return ["event": "handshakeFailed", "from": "\(address)", "error": Output.describe(error)]
         case .connectFailed(let link, let error):
             return ["event": "connectFailed", "link": link.rawValue, "error": Output.describe(error)]
+        case .linkMoved(let link, let from, let to):
+            return ["event": "linkMoved", "link": link.rawValue, "from": "\(from)", "to": "\(to)"]
         case .received, .sendBufferAvailable:
             return nil
         }

@@ -97,6 +97,7 @@ struct GKSessionTool: AsyncParsableCommand {
             "authentication_failures": session.statistics.authenticationFailures,
             "relayed": session.statistics.relayedMessages,
             "silent_peers": session.statistics.silentPeers,
+            "link_moves": session.statistics.linkMoves,
         ]])
         if let signal = stop.signal { TerminationSignals.exit(as: signal) }
     }

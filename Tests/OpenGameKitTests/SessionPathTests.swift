@@ -43,6 +43,24 @@ struct SessionPathTests {
         net.expectConsistent()
     }
 
+    /// A connected peer's link is given every address discovery lists for the peer, again when
+    /// they change, so that it can move if its own stops working (PROTOCOL §14.9).
+    @Test func aConnectedPeersLinkKnowsItsOtherAddressesAsDiscoveryChangesThem() throws {
+        let (net, alice, bob) = Self.twoPathsDelivered()
+        try net[bob].accept(1)
+        net.deliver()
+        let link = try #require(net[alice].peers[2]?.link)
+        let both = [net.address(of: bob), net.addAddress(of: bob)]
+        net.sight(alice, bob, at: both)
+        net.drain()
+        #expect(net.alternates[link] == both)
+        let third = net.addAddress(of: bob)
+        net.sight(alice, bob, at: both + [third])
+        net.drain()
+        #expect(net.alternates[link] == both + [third])
+        net.expectConsistent()
+    }
+
     @Test func twoPathsThatBothArriveMakeOneRequestAndOneConnection() throws {
         let (net, alice, bob) = Self.twoPathsDelivered()
         #expect(net.notes(bob) == [changed(alice, .stateConnecting), .connectionRequest(1)])

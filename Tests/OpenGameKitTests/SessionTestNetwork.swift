@@ -45,6 +45,7 @@ final class SessionTestNetwork: @unchecked Sendable {
         }
         func updateWatch(_ id: LivenessWatchID, addresses: [SocketAddress]) { self.network.watches[id]?.addresses = addresses }
         func unwatch(_ id: LivenessWatchID) { self.network.watches[id] = nil }
+        func setAlternateAddresses(_ addresses: [SocketAddress], for link: LinkID) { self.network.alternates[link] = addresses }
     }
 
     /// A liveness watch a machine holds, as the transport would.
@@ -53,6 +54,9 @@ final class SessionTestNetwork: @unchecked Sendable {
         var addresses: [SocketAddress]
         var peerKey: [UInt8]
     }
+
+    /// The alternative addresses machines gave their links.
+    private(set) var alternates: [LinkID: [SocketAddress]] = [:]
 
     /// The liveness watches machines hold now.
     fileprivate(set) var watches: [LivenessWatchID: Watch] = [:]
@@ -374,6 +378,8 @@ final class SessionTestNetwork: @unchecked Sendable {
             self.machines[node].statistics.authenticationFailures += 1
         case .liveness(let id, let alive):
             self.machines[node].handleLiveness(id, alive: alive)
+        case .linkMoved:
+            self.machines[node].statistics.linkMoves += 1
         }
     }
 }

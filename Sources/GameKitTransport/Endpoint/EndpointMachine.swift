@@ -457,6 +457,9 @@ struct EndpointMachine {
                 }
                 self.statistics.linksClosed += 1
                 self.events.append(.linkClosed(link, reason))
+            case .moved(let from, let to):
+                self.statistics.linkMoves += 1
+                self.events.append(.linkMoved(link, from: from, to: to))
             case .released:
                 self.releasedSpace.append(link)
                 if slot.machine.refusedForSpace,

@@ -44,6 +44,8 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var livenessAnswersAccepted: UInt64 = 0
     /// Answers ignored: no outstanding probe has their nonce, or their MAC is wrong.
     public var livenessAnswersIgnored: UInt64 = 0
+    /// Links moved to another of their peer's addresses (PROTOCOL §6.7).
+    public var linkMoves: UInt64 = 0
     /// Silence verdicts put off one interval because this endpoint's own timer fired late.
     public var livenessVerdictsDeferred: UInt64 = 0
 

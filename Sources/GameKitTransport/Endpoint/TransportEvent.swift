@@ -60,6 +60,10 @@ public enum TransportEvent: Sendable {
     case received(ByteBuffer, link: LinkID, mode: SendMode)
     /// The link closed; nothing more arrives on it.
     case linkClosed(LinkID, LinkCloseReason)
+    /// A link moved to another of the peer's addresses (``TransportEndpoint/setAlternateAddresses(_:for:)``):
+    /// its current one had no route, or nothing answered there (PROTOCOL §6.7). Informational:
+    /// the link stays open and loses nothing.
+    case linkMoved(LinkID, from: SocketAddress, to: SocketAddress)
     /// A send failed with ``TransportError/bufferFull`` and the buffer has drained to half.
     case sendBufferAvailable(LinkID)
     /// An initiation from `remoteAddress` was refused because it did not authenticate (the

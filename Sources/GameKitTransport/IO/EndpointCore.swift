@@ -278,7 +278,8 @@ final class EndpointCore: @unchecked Sendable {
                 again = more || self.machine.hasPendingEvents || unresumed || self.cycleRequested
                 return envelopes
             }
-            let routable = self.routable(envelopes)
+            let (routable, moved) = self.routable(envelopes)
+            if moved { again = true }
             if let channel = self.channel, let last = routable.last {
                 for envelope in routable.dropLast() { channel.write(envelope, promise: nil) }
                 if self.isFlushingForShutdown {
@@ -367,20 +368,32 @@ final class EndpointCore: @unchecked Sendable {
 
     // MARK: - Private (event loop)
 
-    /// The envelopes whose destination has a route; the others are counted and dropped (the
-    /// links' own timers deal with the silence).
-    private func routable(_ envelopes: [AddressedEnvelope<ByteBuffer>]) -> [AddressedEnvelope<ByteBuffer>] {
+    /// The envelopes whose destination has a route; the others are counted and dropped, and the
+    /// links sending there move to another of their peer's addresses that has one (PROTOCOL
+    /// §6.7; links without one wait for their own timers). Returns whether a link moved (its
+    /// PING waits for the next round).
+    private func routable(_ envelopes: [AddressedEnvelope<ByteBuffer>]) -> (kept: [AddressedEnvelope<ByteBuffer>], moved: Bool) {
         let now = NIODeadline.now()
         var kept = envelopes
         var dropped: UInt64 = 0
+        var unroutable: [SocketAddress] = []
         kept.removeAll { envelope in
             guard !self.routes.isRoutable(envelope.remoteAddress, now: now) else { return false }
             let segment = envelope.metadata?.segmentSize ?? 0
             dropped += segment > 0 ? UInt64((envelope.data.readableBytes + segment - 1) / segment) : 1
+            if !unroutable.contains(envelope.remoteAddress) { unroutable.append(envelope.remoteAddress) }
             return true
         }
-        if dropped > 0 { self.lock.withLock { self.unroutableDatagrams += dropped } }
-        return kept
+        guard dropped > 0 else { return (kept, false) }
+        let moved = self.lock.withLock { () -> Bool in
+            self.unroutableDatagrams += dropped
+            let before = self.machine.statistics.linkMoves
+            for address in unroutable {
+                self.machine.handleUnroutable(address, now: now) { self.routes.isRoutable($0, now: now) }
+            }
+            return self.machine.statistics.linkMoves != before
+        }
+        return (kept, moved)
     }
 
     /// The socket now (read on the event loop, where it may be replaced).
@@ -409,6 +422,9 @@ final class EndpointCore: @unchecked Sendable {
                     let kept = try? await self.eventLoop.submit { () -> Bool in
                         guard !self.lock.withLock({ self.isClosing }) else { return false }
                         self.channel = fresh
+                        // What closed the socket was most likely a send to an address whose route
+                        // had just gone (an interface went down): ask the kernel afresh.
+                        self.routes = RouteCheck()
                         self.lock.withLock { self.socketsReopened += 1 }
                         self.runCycle()
                         return true

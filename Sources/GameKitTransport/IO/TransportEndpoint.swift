@@ -234,6 +234,15 @@ public final class TransportEndpoint: Sendable {
         try? self.core.perform { machine, _ in machine.updateWatch(id, addresses: addresses) }
     }
 
+    /// Gives a link the peer's other addresses (for example all that discovery lists for it).
+    /// When the link's current address loses its route, or nothing answers there for three
+    /// retransmission timeouts (at least a second), the link moves to the next of these, without
+    /// closing or losing anything, and reports ``TransportEvent/linkMoved(_:from:to:)``
+    /// (PROTOCOL §6.7). Replaces the addresses given before; an empty list stops moving.
+    public func setAlternateAddresses(_ addresses: [SocketAddress], for link: LinkID) {
+        try? self.core.perform { machine, _ in machine.setAlternateAddresses(addresses, for: link) }
+    }
+
     /// Stops probing a peer.
     public func unwatch(_ id: LivenessWatchID) {
         try? self.core.perform { machine, _ in machine.unwatch(id) }

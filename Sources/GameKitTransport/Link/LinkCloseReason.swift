@@ -45,6 +45,8 @@ enum LinkEvent {
     case closed(LinkCloseReason)
     /// Bytes left the send buffer (acknowledged, or handed to packets if unreliable).
     case released(Int)
+    /// The link now sends to another of the peer's addresses (PROTOCOL §6.7).
+    case moved(from: SocketAddress, to: SocketAddress)
 }
 
 import NIOCore

@@ -33,6 +33,7 @@ extension LinkMachine {
         }
         self.replayWindow.record(packetNumber)
         self.lastReceiveTime = now
+        self.unansweredSince = nil
         self.statistics.packetsReceived += 1
         self.statistics.datagramBytesReceived += UInt64(datagram.readableBytes)
         // An authenticated packet from a new address means the peer moved (NAT rebinding).

@@ -23,6 +23,7 @@ extension LinkMachine {
             }
         }
         consider(self.lastReceiveTime + self.parameters.disconnectTimeout)
+        consider(self.failoverDeadline)
         consider(self.retransmissionDeadline)
         consider(self.probeDeadline)
         consider(self.lossDeadline)
@@ -64,6 +65,9 @@ extension LinkMachine {
             // Tell the peer too, in case only its direction broke.
             self.finishClosing(code: timeoutCloseCode, reason: .timedOut, now: now)
             return
+        }
+        if let deadline = self.failoverDeadline, now >= deadline {
+            self.failOver(now: now)
         }
         if let deadline = self.lossDeadline, now >= deadline {
             self.detectLosses(now: now)

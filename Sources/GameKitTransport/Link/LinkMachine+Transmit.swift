@@ -194,6 +194,7 @@ extension LinkMachine {
         self.statistics.packetsSent += 1
         self.statistics.datagramBytesSent += UInt64(packet.size)
         if packet.isAckEliciting {
+            if self.unansweredSince == nil { self.unansweredSince = now }
             self.probePending = false
             self.statistics.ackElicitingPacketsSent += 1
             self.congestion.onPacketSent(bytes: packet.size)

@@ -89,6 +89,14 @@ struct LinkMachine {
     /// from it (nil once the response had to be repeated).
     var responseSentAt: NIODeadline?
 
+    // MARK: Paths
+    /// The peer's other addresses, to move to when the current one stops working
+    /// (``LinkMachine/failOver(now:isUsable:)``).
+    var alternateAddresses: [SocketAddress] = []
+    /// When the first ack-eliciting packet went out since the last authenticated packet came in;
+    /// nil when everything sent since then has been answered (or nothing was sent).
+    var unansweredSince: NIODeadline?
+
     var statistics = LinkStatistics()
     /// Whole unreliable messages larger than this side accepts (a peer breaking the limit).
     var oversizedUnreliableDropped = 0

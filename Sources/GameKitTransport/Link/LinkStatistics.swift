@@ -27,6 +27,8 @@ public struct LinkStatistics: Sendable, Equatable {
     public var retransmittedBytes: UInt64 = 0
     /// Times the retransmission timer expired.
     public var retransmissionTimeouts: UInt64 = 0
+    /// Times this side moved the link to another of the peer's addresses (PROTOCOL §6.7).
+    public var pathMoves: UInt64 = 0
     /// Tail loss probes sent (RFC 8985): a packet sent two round trips after the last one when no
     /// acknowledgement came, so that a lost tail is found without waiting for the timeout.
     public var tailLossProbes: UInt64 = 0

@@ -307,6 +307,8 @@ final class SessionCore: @unchecked Sendable {
                 machine.statistics.authenticationFailures += 1
             case .liveness(let watch, let alive):
                 machine.handleLiveness(watch, alive: alive)
+            case .linkMoved:
+                machine.statistics.linkMoves += 1
             }
         }
         for waiter in resumed { waiter.resume(returning: .retry) }

@@ -59,4 +59,8 @@ final class TransportSlot: SessionLinks {
     func unwatch(_ id: LivenessWatchID) {
         self.current?.unwatch(id)
     }
+
+    func setAlternateAddresses(_ addresses: [SocketAddress], for link: LinkID) {
+        self.current?.setAlternateAddresses(addresses, for: link)
+    }
 }

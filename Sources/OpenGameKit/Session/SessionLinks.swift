@@ -16,6 +16,8 @@ protocol SessionLinks: AnyObject, Sendable {
     func watch(_ addresses: [SocketAddress], peerKey: [UInt8]) throws(TransportError) -> LivenessWatchID
     func updateWatch(_ id: LivenessWatchID, addresses: [SocketAddress])
     func unwatch(_ id: LivenessWatchID)
+    /// The peer's other addresses, for the link to move to if its own stops working (PROTOCOL §6.7).
+    func setAlternateAddresses(_ addresses: [SocketAddress], for link: LinkID)
 }
 
 extension TransportEndpoint: SessionLinks {}
@@ -61,6 +63,9 @@ public struct GKSessionStatistics: Sendable, Equatable {
     /// Times a peer seen on the network stopped answering liveness probes and was reported
     /// unavailable.
     public var silentPeers = 0
+    /// Times a connected peer's link moved to another of its addresses (an interface went down,
+    /// or the old path stopped answering), staying connected.
+    public var linkMoves = 0
     /// Connection requests refused before the application saw them (wrong session, malformed,
     /// not accepting, duplicate).
     public var refusedRequests = 0

@@ -32,6 +32,19 @@ extension SessionMachine {
         }
     }
 
+    /// Gives a connected peer's link every address discovery lists for the peer, so that the
+    /// link can move when its own address stops working (PROTOCOL §14.9).
+    mutating func reviewLinkAlternates(of peer: inout SessionPeer) {
+        guard let link = peer.link else {
+            peer.linkAlternates = []
+            return
+        }
+        let addresses = peer.sighting?.addresses ?? []
+        guard addresses != peer.linkAlternates, !addresses.isEmpty else { return }
+        peer.linkAlternates = addresses
+        self.links.setAlternateAddresses(addresses, for: link)
+    }
+
     /// The transport reports a watched peer silent (or answering again): it is shown
     /// unavailable (or available again), and discovery is asked to check its records.
     mutating func handleLiveness(_ watch: LivenessWatchID, alive: Bool) {

@@ -167,6 +167,7 @@ struct SessionMachine {
             peer.reported = new
         }
         self.reviewWatch(peerID, of: &peer)
+        self.reviewLinkAlternates(of: &peer)
         if new == nil {
             self.forget(peerID, name: peer.displayName)
         } else {

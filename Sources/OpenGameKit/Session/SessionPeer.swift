@@ -50,6 +50,8 @@ struct SessionPeer: Sendable {
     var watch: LivenessWatchID?
     /// The peer stopped answering liveness probes: shown unavailable until it answers again.
     var isSilent = false
+    /// The addresses last given to the link as alternatives (PROTOCOL §14.9).
+    var linkAlternates: [SocketAddress] = []
 
     init(displayName: String) {
         self.displayName = displayName

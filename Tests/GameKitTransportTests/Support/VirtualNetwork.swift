@@ -19,6 +19,15 @@ struct SimulatedDatagram: ImpairableDatagram {
 struct SimulatedNode {
     var machine: EndpointMachine
     var address: SocketAddress
+    /// More addresses of the node, each on a network of its own (``VirtualNetwork/address(_:network:port:)``):
+    /// datagrams to them reach the node, and the node sends from the one on the destination's
+    /// network, as a multi-homed host does.
+    var aliases: [SocketAddress] = []
+
+    /// The address this node sends from to `destination`: the one on its network, else the main one.
+    func source(for destination: SocketAddress) -> SocketAddress {
+        self.aliases.first { VirtualNetwork.network(of: $0) == VirtualNetwork.network(of: destination) } ?? self.address
+    }
     var events: [TransportEvent] = []
     /// Messages to hand to `send` as room allows (the sender of bulk tests).
     var outgoing = Deque<(LinkID, ByteBuffer, SendMode)>()
@@ -68,6 +77,18 @@ struct VirtualNetwork {
 
     static func address(_ host: Int, port: Int = 4000) -> SocketAddress {
         try! SocketAddress(ipAddress: "10.0.0.\(host)", port: port)
+    }
+
+    /// Host `host`'s address on network `network` (10.0.`network`.`host`); network 0 is the
+    /// nodes' main one.
+    static func address(_ host: Int, network: Int, port: Int = 4000) -> SocketAddress {
+        try! SocketAddress(ipAddress: "10.0.\(network).\(host)", port: port)
+    }
+
+    /// The third byte of an IPv4 address (its network here), or -1.
+    static func network(of address: SocketAddress) -> Int {
+        guard case .v4(let v4) = address else { return -1 }
+        return Int((UInt32(bigEndian: v4.address.sin_addr.s_addr) >> 8) & 0xFF)
     }
 
     /// Adds a node; returns its index.
@@ -169,7 +190,8 @@ struct VirtualNetwork {
             if self.nodes[index].recordSent {
                 self.nodes[index].sent.append((destination, buffer))
             }
-            self.paths[index].submit(SimulatedDatagram(source: self.nodes[index].address, destination: destination, bytes: buffer), at: self.now)
+            let source = self.nodes[index].source(for: destination)
+            self.paths[index].submit(SimulatedDatagram(source: source, destination: destination, bytes: buffer), at: self.now)
         }
         return any
     }
@@ -177,7 +199,7 @@ struct VirtualNetwork {
     private mutating func deliver(_ datagram: SimulatedDatagram) {
         var datagram = datagram
         if let interceptor = self.interceptor, !interceptor(&datagram) { return }
-        guard let target = self.nodes.firstIndex(where: { $0.address == datagram.destination }) else { return }
+        guard let target = self.nodes.firstIndex(where: { $0.address == datagram.destination || $0.aliases.contains(datagram.destination) }) else { return }
         self.lastDelivered[datagram.source] = self.now
         self.nodes[target].machine.handleDatagram(datagram.bytes, from: datagram.source, now: self.now)
     }
