@@ -46,6 +46,14 @@ final class ChildProcess: @unchecked Sendable {
         try self.process.run()
     }
 
+    /// The child's process ID (once started).
+    var processIdentifier: Int32 { self.process.processIdentifier }
+
+    /// Sends `signal` to the child.
+    func send(_ signal: Int32) {
+        kill(self.process.processIdentifier, signal)
+    }
+
     /// Closes the child's standard input (it sees end of file); only with `input: true`.
     func closeInput() {
         try? self.input?.fileHandleForWriting.close()

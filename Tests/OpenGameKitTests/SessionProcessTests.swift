@@ -200,4 +200,17 @@ struct SessionBenchmarkHarnessTests {
         #expect(fanout["cpu_pct"] is Double && (fanout["expected"] as? Int ?? 0) > 0)
         #expect(fanout["connected"] as? Int == 8)
     }
+
+    /// `gk-bench lan` runs end to end: every signal's line with its figure names, no failed round.
+    @Test func lanBenchmarkProducesCompleteJSON() async throws {
+        let result = try await SandboxScript.run("gk-bench lan --quick --sizes 2 --rounds 1 --probe-seconds 2 --json 2>/dev/null", timeout: 300)
+        let lines = Dictionary(result.objects.compactMap { object in (object["work"] as? String).map { ($0, object) } }) { first, _ in first }
+        for (work, field) in [("sigkill", "gone_ms"), ("sigterm", "goodbye_ms"), ("sighup", "goodbye_ms")] {
+            let line = try #require(lines[work], "\(result.lines)")
+            #expect(line["peers"] as? Int == 2)
+            #expect(line["failed"] as? Int == 0, "\(line)")
+            #expect(line["\(field)_p50"] is Double && line["\(field)_max"] is Double, "\(line)")
+            #expect((line["probe_packets_per_s"] as? Double ?? 0) > 0, "\(line)")
+        }
+    }
 }

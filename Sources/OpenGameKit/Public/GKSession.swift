@@ -193,8 +193,10 @@ open class GKSession: NSObject, @unchecked Sendable {
         self.core.read { $0.statistics }
     }
 
-    /// The transport endpoint's counters, once bound (handshakes, drops; for diagnostics).
-    var transportStatistics: EndpointStatistics? { self.core.transportStatistics }
+    /// The counters of the session's transport endpoint, once bound: packets, handshakes,
+    /// drops, link moves and liveness probes (`livenessProbesSent` is what watching the peers it
+    /// sees costs, PROTOCOL §6.6). Swift-only; for diagnostics and benchmarks.
+    public var transportStatistics: EndpointStatistics? { self.core.transportStatistics }
 
     /// "<GKSession Alice (peer 1234) sessionID chess, mode peer, available>".
     open override var description: String {
