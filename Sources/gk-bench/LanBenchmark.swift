@@ -21,7 +21,8 @@ import Glibc
 ///   kill to the watcher's delegate hearing `.stateUnavailable` for it;
 /// - `sigterm`, `sighup`: the same with SIGTERM and SIGHUP, which gk-session answers with a
 ///   goodbye; `goodbye_ms`.
-/// Each round's victim is replaced by a fresh process, seen available again before the next round.
+/// Each round's victim is replaced by a fresh process; the next round starts 2 s after the
+/// watcher sees it (measuring a steady LAN, not one in the middle of a newcomer's start-up).
 struct LanBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lan", abstract: "How fast killed and departing peers leave a watcher's list, and what liveness probing costs.")
@@ -113,6 +114,8 @@ private final class LanRun: @unchecked Sendable {
     let size: Int
     let roundTimeout: Double
     let sessionID = "lan-\(UInt32.random(in: 0...UInt32.max))"
+    /// Seconds between a replacement being seen and the next round.
+    static let settle = 2.0
     private var peers: [(process: ChildProcess, peerID: String)] = []
     private var spawned = 0
 
@@ -161,6 +164,9 @@ private final class LanRun: @unchecked Sendable {
                 if !(await log.wait(seconds: 30, until: { watcher.peers(with: .stateAvailable)?.contains(fresh.peerID) == true })) {
                     failed += 1
                 }
+                // Let the newcomer's start-up settle (its probes and announcements, every other
+                // session's first probes of it) before the next signal.
+                try await Task.sleep(nanoseconds: UInt64(LanRun.settle * 1e9))
             }
             let percentiles = Percentiles(samples)
             var line: [String: Any] = [
