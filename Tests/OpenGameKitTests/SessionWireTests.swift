@@ -55,6 +55,21 @@ struct SessionWireTests {
         #expect(throws: SessionWireError.truncated) { try SessionWelcome.decode(ByteBuffer(bytes: [1, 0, 0, 0, 1, 5, 65])) }
     }
 
+    /// Found by Fuzz/Sources/SessionWireFuzzer: invalid UTF-8 grows when read (each bad byte
+    /// becomes a 3-byte U+FFFD), so a 255-byte name read from one peer was cut when written on to
+    /// others, who then saw another name than the server did.
+    @Test func aNameOfInvalidUTF8IsReadAsItWillBeWrittenOn() throws {
+        let name: [UInt8] = [0xFF, 0xFF, 0xFF] + Array(repeating: UInt8(ascii: "n"), count: 252)
+        var bytes: [UInt8] = [1, 0, 0, 0, 9, UInt8(name.count)] + name
+        let welcome = try SessionWelcome.decode(ByteBuffer(bytes: bytes))
+        #expect(welcome.displayName.utf8.count <= 255)
+        #expect(welcome.displayName.hasPrefix("\u{FFFD}\u{FFFD}\u{FFFD}nnn"))
+        #expect(try SessionWelcome.decode(welcome.encode()) == welcome)
+        bytes[0] = SessionMessage.Kind.joined.rawValue
+        let joined = try SessionMessage.decode(ByteBuffer(bytes: bytes))
+        #expect(try SessionMessage.decode(joined.encode()) == joined)
+    }
+
     @Test func randomBytesNeverCrashTheDecoders() {
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next() -> UInt64 {

@@ -106,7 +106,8 @@ enum SessionDenyReason: UInt16, Sendable, CaseIterable {
 }
 
 /// Length-prefixed UTF-8 text (one length byte, at most 255 bytes, cut at a character
-/// boundary when writing).
+/// boundary when writing). Reading replaces invalid UTF-8 with U+FFFD and keeps what fits in 255
+/// bytes, so a name read from a peer is written on (rosters, `joined`) exactly as it was read.
 enum SessionWireText {
     static func write(_ text: String, into buffer: inout ByteBuffer) {
         let bytes = Array(text.utf8Prefix(maximumBytes: 255).utf8)
@@ -116,7 +117,9 @@ enum SessionWireText {
 
     static func read(from buffer: inout ByteBuffer) throws(SessionWireError) -> String {
         guard let length = buffer.readInteger(as: UInt8.self), let bytes = buffer.readBytes(length: Int(length)) else { throw .truncated }
-        return String(decoding: bytes, as: UTF8.self)
+        // Each replacement is 3 bytes in UTF-8, so 255 invalid bytes would read as 765 bytes of
+        // text, which writing would cut (fuzzing found the name changing between peers).
+        return String(decoding: bytes, as: UTF8.self).utf8Prefix(maximumBytes: 255)
     }
 }
 
