@@ -5,15 +5,9 @@
 // message, and encoding the result gives the same bytes again (compression is deterministic).
 // Either failing traps, so libFuzzer records the input as a crash. Rejections are the decoder's
 // job and are not findings; traps, AddressSanitizer reports, timeouts and excessive memory are.
+import FuzzingSupport
 import GameKitDiscovery
-import LibFuzzerDriver
 import NIOCore
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -36,14 +30,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-/// The process entry point: hands the command line to libFuzzer's driver (see
-/// PacketDecoderFuzzer for why a Swift executable cannot use libFuzzer's own main()).
+/// The process entry point: hands the command line to libFuzzer's driver (FuzzingSupport).
 @main
 enum DNSMessageFuzzer {
-    static func main() {
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        let status = LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzz(data, size) }
-        exit(status)
-    }
+    static func main() { runLibFuzzer { data, size in fuzz(data, size) } }
 }

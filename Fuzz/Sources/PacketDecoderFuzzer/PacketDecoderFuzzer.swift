@@ -14,14 +14,8 @@
 //              paths are found and reproduce from that input alone.
 // Routing on the low bits keeps each input meaningful to one decoder (coverage found in one path
 // is not paid for by running the other) and lets the seed corpus aim at each.
+import FuzzingSupport
 @_spi(Fuzzing) import GameKitTransport
-import LibFuzzerDriver
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -44,16 +38,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-/// The process entry point. SwiftPM links every executable target with `main` aliased to the
-/// module's own (renamed) Swift entry point, which would leave libFuzzer's main() unused and the
-/// link failing without one; so the Swift entry point hands control to libFuzzer's driver, which
-/// takes the same command line as any libFuzzer binary.
+/// The process entry point: hands the command line to libFuzzer's driver (see FuzzingSupport for
+/// why a Swift executable cannot use libFuzzer's own main()).
 @main
 enum PacketDecoderFuzzer {
-    static func main() {
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        let status = LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzz(data, size) }
-        exit(status)
-    }
+    static func main() { runLibFuzzer { data, size in fuzz(data, size) } }
 }
