@@ -66,8 +66,12 @@ public final class DiscoveryEndpoint: Sendable {
 
     /// Browses for a service type until the browser is cancelled. Instances are reported found
     /// only once resolved (SRV, TXT and at least one address).
-    public func browse(_ type: ServiceType) throws -> ServiceBrowser {
-        try ServiceBrowser(core: self.core, type: type)
+    ///
+    /// `onEvent`, if given, hears every event from the start, on the endpoint's event loop, as
+    /// soon as it happens (no task hop: the quickest way to react); the browser is also an
+    /// `AsyncSequence` of the same events.
+    public func browse(_ type: ServiceType, onEvent: (@Sendable (BrowseEvent) -> Void)? = nil) throws -> ServiceBrowser {
+        try ServiceBrowser(core: self.core, type: type, onEvent: onEvent)
     }
 
     /// The interfaces in use now, with their addresses.
@@ -187,9 +191,10 @@ public final class ServiceBrowser: AsyncSequence, Sendable {
     private let token = NIOLockedValueBox<UInt64?>(nil)
     private let callback = NIOLockedValueBox<(@Sendable (BrowseEvent) -> Void)?>(nil)
 
-    init(core: DiscoveryCore, type: ServiceType) throws {
+    init(core: DiscoveryCore, type: ServiceType, onEvent: (@Sendable (BrowseEvent) -> Void)? = nil) throws {
         self.core = core
         self.serviceType = type
+        self.callback.withLockedValue { $0 = onEvent }
         (self.stream, self.continuation) = AsyncStream.makeStream(of: BrowseEvent.self, bufferingPolicy: .bufferingNewest(4096))
         let continuation = self.continuation
         let callback = self.callback
