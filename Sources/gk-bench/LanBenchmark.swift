@@ -224,11 +224,6 @@ private final class LanWatcherLog: GKSessionDelegate, @unchecked Sendable {
 
     /// Polls `condition` every millisecond for at most `seconds`.
     func wait(seconds: Double, until condition: () -> Bool) async -> Bool {
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
-        while NIODeadline.now() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(nanoseconds: 1_000_000)
-        }
-        return condition()
+        await poll(seconds: seconds, everyNanoseconds: 1_000_000, until: condition)
     }
 }

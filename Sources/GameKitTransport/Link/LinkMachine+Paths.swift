@@ -40,12 +40,9 @@ extension LinkMachine {
     @discardableResult
     mutating func failOver(now: NIODeadline, isUsable: (SocketAddress) -> Bool = { _ in true }) -> Bool {
         guard self.state == .open else { return false }
-        let candidates = self.alternateAddresses.filter { $0 != self.remoteAddress }
-        // The next one after the current address in the list's order, if it is in the list.
-        let start = self.alternateAddresses.firstIndex(of: self.remoteAddress).map { index in
-            candidates.firstIndex { self.alternateAddresses.firstIndex(of: $0)! > index } ?? 0
-        } ?? 0
-        let ordered = Array(candidates[start...] + candidates[..<start])
+        // The alternatives after the current address in the list's order, wrapping round.
+        let after = self.alternateAddresses.firstIndex(of: self.remoteAddress).map { $0 + 1 } ?? 0
+        let ordered = (self.alternateAddresses[after...] + self.alternateAddresses[..<after]).filter { $0 != self.remoteAddress }
         guard let next = ordered.first(where: isUsable) else {
             // Nowhere to go: wait another round before trying again.
             if self.unansweredSince != nil { self.unansweredSince = now }
