@@ -119,6 +119,24 @@ struct BrowserTests {
         #expect(link.nodes[0].machine.browser.cache.entries[key] == nil)
     }
 
+    /// The same goodbye again (its copy on the other address family, or a repeat) changes
+    /// nothing: no event, and the record still goes one second after the first.
+    @Test func aRepeatedGoodbyeChangesNothing() {
+        var link = Self.browsing()
+        link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(), Self.srv(), Self.txt(), Self.a()]), from: Self.foreign)
+        link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(ttl: 0)]), from: Self.foreign)
+        #expect(Self.events(link).count == 2)
+        var cache = link.nodes[0].machine.browser.cache
+        var random = DiscoveryRandom(seed: 1)
+        #expect(cache.insert(Self.ptr(ttl: 0), interfaceIndex: VirtualLink.interfaceIndex, now: link.now, random: &random) == .ignored)
+        link.run(for: .milliseconds(500))
+        link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(ttl: 0)]), from: Self.foreign)
+        #expect(Self.events(link).count == 2)
+        let key = RecordCache.Key(interfaceIndex: VirtualLink.interfaceIndex, name: Self.chat.domainName, data: .ptr(Self.alice))
+        link.run(for: .milliseconds(501))
+        #expect(link.nodes[0].machine.browser.cache.entries[key] == nil)
+    }
+
     @Test func aTXTChangeIsReportedUpdated() {
         var link = Self.browsing()
         link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(), Self.srv(), Self.txt(), Self.a()]), from: Self.foreign)

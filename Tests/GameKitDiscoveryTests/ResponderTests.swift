@@ -38,6 +38,22 @@ struct ResponderTests {
         }
     }
 
+    /// The endpoint reads the port's sockets only while a claim is unestablished (what the QU
+    /// flag is for): waiting and probing say so, announcing and announced do not, a new
+    /// registration does again.
+    @Test func unestablishedClaimsAreThoseWaitingOrProbing() {
+        var (link, _) = Self.registered()
+        #expect(link.nodes[0].machine.responder.hasUnestablishedClaims)
+        link.run(for: .milliseconds(300))
+        #expect(link.nodes[0].machine.responder.hasUnestablishedClaims)
+        link.run(for: .seconds(1))
+        #expect(!link.nodes[0].machine.responder.hasUnestablishedClaims)
+        link.run(for: .seconds(10))
+        #expect(!link.nodes[0].machine.responder.hasUnestablishedClaims)
+        _ = link.with(0) { machine, now in try! machine.responder.register(.test("Bob"), now: now) }
+        #expect(link.nodes[0].machine.responder.hasUnestablishedClaims)
+    }
+
     /// RFC 6762 §15.1: with another mDNS stack on the port, a unicast reply might reach its
     /// socket instead of ours, so even the first probe is QM; a rename's probes follow the flag
     /// as it is when they go.

@@ -49,6 +49,9 @@ struct BrowserMachine: Sendable {
     private(set) var browses: [ServiceType: QuerySchedule] = [:]
     private(set) var cache = RecordCache()
     private(set) var reported: [DNSName: ServiceInstance] = [:]
+    /// The hosts of reported instances, updated wherever `reported` changes: `isInteresting`
+    /// runs for every cached record on every cycle and must not search the instances each time.
+    private var reportedHosts: Set<DNSName> = []
     private var resolving: [DNSName: ResolveSchedule] = [:]
     private(set) var interfaces: [Int: NetworkInterface] = [:]
     var random: DiscoveryRandom
@@ -74,6 +77,7 @@ struct BrowserMachine: Sendable {
     mutating func stopBrowsing(_ type: ServiceType) {
         self.browses[type] = nil
         self.reported = self.reported.filter { $0.value.serviceType != type }
+        self.reportedHosts = Set(self.reported.values.map(\.host))
     }
 
     /// The application found an instance's data wrong (e.g. a connection failed): ask again, and
@@ -181,7 +185,7 @@ struct BrowserMachine: Sendable {
         switch record.data {
         case .ptr: return self.browses.keys.contains { $0.domainName == record.name }
         case .srv, .txt: return self.reported[record.name] != nil
-        case .a, .aaaa: return self.reported.values.contains { $0.host == record.name }
+        case .a, .aaaa: return self.reportedHosts.contains(record.name)
         default: return false
         }
     }
@@ -209,7 +213,7 @@ struct BrowserMachine: Sendable {
 
     var nextDeadline: NIODeadline? {
         var deadlines = self.browses.values.map(\.next) + self.resolving.values.compactMap(\.next)
-        if let cache = self.cache.nextDeadline(interesting: self.isInteresting) { deadlines.append(cache) }
+        if let cache = self.cache.nextDeadline { deadlines.append(cache) }
         return deadlines.min()
     }
 
@@ -219,8 +223,8 @@ struct BrowserMachine: Sendable {
     /// them as known answers, as another host's query would: a record whose owner stopped
     /// answering is flushed two unanswered queries later (§10.4), not only when its TTL runs out.
     mutating func advance(now: NIODeadline) {
-        self.cache.flushUnanswered(now: now)
-        let expired = !self.cache.expire(now: now).isEmpty
+        let (expiredEntries, refreshes) = self.cache.advance(now: now, interesting: self.isInteresting)
+        let expired = !expiredEntries.isEmpty
 
         var questions: [Int: [DNSQuestion]] = [:]
         func ask(_ question: DNSQuestion, on index: Int) {
@@ -232,7 +236,7 @@ struct BrowserMachine: Sendable {
             self.browses[type] = updated
             for index in self.interfaces.keys { ask(DNSQuestion(name: type.domainName, type: .ptr), on: index) }
         }
-        for (index, question) in self.cache.takeDueRefreshes(now: now, interesting: self.isInteresting) where self.interfaces[index] != nil {
+        for (index, question) in refreshes where self.interfaces[index] != nil {
             ask(question, on: index)
         }
         for (name, schedule) in self.resolving where schedule.next.map({ $0 <= now }) ?? false {
@@ -284,6 +288,10 @@ struct BrowserMachine: Sendable {
 
     /// Compares what the cache resolves now with what was reported, and reports the difference.
     private mutating func resolve(now: NIODeadline) {
+        let eventsBefore = self.events.count
+        defer {
+            if self.events.count != eventsBefore { self.reportedHosts = Set(self.reported.values.map(\.host)) }
+        }
         var present: Set<DNSName> = []
         for type in self.browses.keys.sorted(by: { $0.description < $1.description }) {
             var names: [DNSName] = []

@@ -37,6 +37,14 @@ struct RecordCache: Sendable {
             return max(self.unansweredQueries[0] + RecordCache.failureWindow, self.unansweredQueries[1] + RecordCache.answerWait)
         }
 
+        /// The first of its expiry, next refresh point and failure deadline.
+        var earliestDeadline: NIODeadline {
+            var earliest = self.expires
+            if let refresh = self.refreshPoints.first { earliest = min(earliest, refresh) }
+            if let failure = self.failureDeadline { earliest = min(earliest, failure) }
+            return earliest
+        }
+
         /// Seconds of TTL left at `now`.
         func remainingTTL(now: NIODeadline) -> UInt32 {
             guard self.expires > now else { return 0 }
@@ -57,6 +65,18 @@ struct RecordCache: Sendable {
 
     private(set) var entries: [Key: Entry] = [:]
 
+    /// No entry has an expiry, refresh point or failure deadline before this: lowered by every
+    /// change, made exact by every `advance`. Cycles with nothing due cost no walk of the cache
+    /// (every process on a LAN handles every multicast packet; a walk per packet per process
+    /// adds up to the whole CPU when a few dozen sessions share a host).
+    private var horizon = NIODeadline.distantFuture
+
+    /// Stores an entry and lowers the horizon to its earliest deadline.
+    private mutating func store(_ entry: Entry, at key: Key) {
+        self.entries[key] = entry
+        self.horizon = min(self.horizon, entry.earliestDeadline)
+    }
+
     struct NameAndType: Hashable, Sendable {
         var name: DNSName
         var type: DNSRecordType
@@ -65,7 +85,8 @@ struct RecordCache: Sendable {
     /// The keys of each name and type: lookups by name stay cheap when the cache is full.
     private var index: [NameAndType: Set<Key>] = [:]
 
-    /// What a received record changed.
+    /// What a received record changed. A repeated goodbye (the same packet on IPv4 and IPv6,
+    /// or sent twice) changes nothing.
     enum Change: Equatable { case added, refreshed, goodbye, ignored }
 
     /// Adds or refreshes `record` heard on `interfaceIndex` at `now`.
@@ -76,11 +97,12 @@ struct RecordCache: Sendable {
         let key = Key(interfaceIndex: interfaceIndex, name: record.name, data: record.data)
         if record.ttl == 0 {
             guard var entry = self.entries[key] else { return .ignored }
+            let repeated = entry.isGoodbye
             entry.isGoodbye = true
             entry.expires = min(entry.expires, now + Self.lingering)
             entry.refreshPoints = []
-            self.entries[key] = entry
-            return .goodbye
+            self.store(entry, at: key)
+            return repeated ? .ignored : .goodbye
         }
         if record.cacheFlush {
             // §10.2: other records of this name and type from more than a second ago go too.
@@ -90,7 +112,7 @@ struct RecordCache: Sendable {
                 else { continue }
                 other.expires = now + Self.lingering
                 other.refreshPoints = []
-                self.entries[otherKey] = other
+                self.store(other, at: otherKey)
             }
         }
         let existed = self.entries[key].map { !$0.isGoodbye } ?? false
@@ -100,19 +122,9 @@ struct RecordCache: Sendable {
             let jittered = fraction + random.fraction() * 0.02
             return now + .nanoseconds(Int64(Double(ttl.nanoseconds) * jittered))
         }
-        self.entries[key] = Entry(record: stored, interfaceIndex: interfaceIndex, received: now, expires: now + ttl, isGoodbye: false, refreshPoints: points)
+        self.store(Entry(record: stored, interfaceIndex: interfaceIndex, received: now, expires: now + ttl, isGoodbye: false, refreshPoints: points), at: key)
         self.index[NameAndType(name: record.name, type: record.type), default: []].insert(key)
         return existed ? .refreshed : .added
-    }
-
-    /// Removes expired entries and returns them.
-    mutating func expire(now: NIODeadline) -> [Entry] {
-        var removed: [Entry] = []
-        for (key, entry) in self.entries where entry.expires <= now {
-            removed.append(entry)
-            self.remove(key, type: entry.record.type)
-        }
-        return removed
     }
 
     /// Drops everything learned on an interface that went away (§10.3).
@@ -164,30 +176,41 @@ struct RecordCache: Sendable {
         }
     }
 
-    /// The earliest expiry, refresh point or failure deadline among entries.
-    func nextDeadline(interesting: (Entry) -> Bool) -> NIODeadline? {
-        var best: NIODeadline?
-        for entry in self.entries.values {
-            var candidates = [entry.expires]
-            if interesting(entry), let refresh = entry.refreshPoints.first { candidates.append(refresh) }
-            if let failure = entry.failureDeadline { candidates.append(failure) }
-            for candidate in candidates where best.map({ candidate < $0 }) ?? true { best = candidate }
-        }
-        return best
+    /// When `advance` next has something to do: no earlier than the earliest expiry, refresh
+    /// point or failure deadline (perhaps earlier, for a refresh point of an entry nobody is
+    /// interested in; that cycle only drops it).
+    var nextDeadline: NIODeadline? {
+        self.entries.isEmpty ? nil : self.horizon
     }
 
-    /// Takes the refresh points passed by `now` of interesting entries: the questions to ask,
-    /// per interface.
-    mutating func takeDueRefreshes(now: NIODeadline, interesting: (Entry) -> Bool) -> [(interfaceIndex: Int, question: DNSQuestion)] {
+    /// Everything due by `now`, in one walk and only when something may be due: records whose
+    /// failure deadline passed are flushed (asked for at least twice without an answer, §10.4,
+    /// §10.5), expired entries removed, and the passed refresh points of interesting entries
+    /// become the questions to ask, per interface.
+    mutating func advance(now: NIODeadline, interesting: (Entry) -> Bool) -> (expired: [Entry], refreshes: [(interfaceIndex: Int, question: DNSQuestion)]) {
+        guard now >= self.horizon else { return ([], []) }
+        var expired: [Entry] = []
         var due: [(Int, DNSQuestion)] = []
-        for (key, var entry) in self.entries where entry.refreshPoints.first.map({ $0 <= now }) ?? false {
-            while let first = entry.refreshPoints.first, first <= now { entry.refreshPoints.removeFirst() }
-            self.entries[key] = entry
-            guard interesting(entry) else { continue }
-            let question = DNSQuestion(name: entry.record.name, type: entry.record.type)
-            if !due.contains(where: { $0.0 == key.interfaceIndex && $0.1 == question }) { due.append((key.interfaceIndex, question)) }
+        var horizon = NIODeadline.distantFuture
+        for (key, var entry) in self.entries {
+            if let failure = entry.failureDeadline, failure <= now { entry.expires = now }
+            if entry.expires <= now {
+                expired.append(entry)
+                self.remove(key, type: entry.record.type)
+                continue
+            }
+            if let first = entry.refreshPoints.first, first <= now {
+                while let first = entry.refreshPoints.first, first <= now { entry.refreshPoints.removeFirst() }
+                self.entries[key] = entry
+                if interesting(entry) {
+                    let question = DNSQuestion(name: entry.record.name, type: entry.record.type)
+                    if !due.contains(where: { $0.0 == key.interfaceIndex && $0.1 == question }) { due.append((key.interfaceIndex, question)) }
+                }
+            }
+            horizon = min(horizon, entry.earliestDeadline)
         }
-        return due
+        self.horizon = horizon
+        return (expired, due)
     }
 
     /// Notes a query sent or seen on an interface: live records it asks for but does not list
@@ -204,16 +227,7 @@ struct RecordCache: Sendable {
             else { continue }
             entry.unansweredQueries.append(now)
             if entry.unansweredQueries.count > 8 { entry.unansweredQueries.removeFirst() }
-            self.entries[key] = entry
-        }
-    }
-
-    /// Flushes records whose failure deadline has passed: asked for at least twice without an
-    /// answer (§10.4, §10.5).
-    mutating func flushUnanswered(now: NIODeadline) {
-        for (key, var entry) in self.entries where entry.failureDeadline.map({ $0 <= now }) ?? false {
-            entry.expires = now
-            self.entries[key] = entry
+            self.store(entry, at: key)
         }
     }
 
@@ -223,7 +237,7 @@ struct RecordCache: Sendable {
     mutating func markUnanswered(name: DNSName, now: NIODeadline) {
         for (key, var entry) in self.entries where key.name == name && !entry.isGoodbye {
             entry.unansweredQueries += [now, now]
-            self.entries[key] = entry
+            self.store(entry, at: key)
         }
     }
 }

@@ -267,10 +267,14 @@ final class DiscoveryCore: @unchecked Sendable {
         self.eventLoop.assertInEventLoop()
         var serviceEvents: [(@Sendable (ResponderEvent) -> Void, ResponderEvent)] = []
         var browseEvents: [(@Sendable (BrowseEvent) -> Void, BrowseEvent)] = []
-        // At most once a second, before the machine may send a probe (RFC 6762 §15.1).
+        // At most once a second, and only while a name is waiting or probing: the port matters
+        // only to a probe (RFC 6762 §15.1), and reading /proc on every cycle would cost every
+        // process on the host a table walk per multicast packet.
         let checkNow = NIODeadline.now()
         var shared: Bool?
-        if self.portCheckedAt.map({ checkNow - $0 >= Self.portCheckInterval }) ?? true {
+        if self.portCheckedAt.map({ checkNow - $0 >= Self.portCheckInterval }) ?? true,
+            self.lock.withLock({ self.machine.responder.hasUnestablishedClaims })
+        {
             self.portCheckedAt = checkNow
             shared = PortSharing.isShared(port: self.configuration.port)
         }

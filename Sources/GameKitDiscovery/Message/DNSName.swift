@@ -12,6 +12,10 @@ public struct DNSName: Sendable, CustomStringConvertible {
     /// The labels, most specific first, without the empty root label.
     public let labels: [[UInt8]]
 
+    /// The case-folded hash of the labels, computed once: names are looked up in the record
+    /// cache and the browser's tables many times for each time one is made.
+    private let foldedHash: Int
+
     /// The root name (no labels).
     public static let root = DNSName(validatedLabels: [])
 
@@ -27,11 +31,18 @@ public struct DNSName: Sendable, CustomStringConvertible {
             wireLength += 1 + label.count
         }
         guard wireLength <= Self.maximumWireLength else { throw .nameTooLong(wireLength) }
-        self.labels = labels
+        self.init(validatedLabels: labels)
     }
 
     init(validatedLabels: [[UInt8]]) {
         self.labels = validatedLabels
+        // Hasher's per-process seed keeps the value unpredictable to senders of crafted names.
+        var hasher = Hasher()
+        for label in validatedLabels {
+            hasher.combine(label.count)
+            for byte in label { hasher.combine(Self.lowercase(byte)) }
+        }
+        self.foldedHash = hasher.finalize()
     }
 
     /// A name from dotted text, such as `_chat._udp.local`. A backslash escapes the next
@@ -132,14 +143,12 @@ public struct DNSName: Sendable, CustomStringConvertible {
 
 extension DNSName: Hashable {
     public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
-        lhs.labels.count == rhs.labels.count && zip(lhs.labels, rhs.labels).allSatisfy { labelsEqual($0, $1) }
+        lhs.foldedHash == rhs.foldedHash && lhs.labels.count == rhs.labels.count
+            && zip(lhs.labels, rhs.labels).allSatisfy { labelsEqual($0, $1) }
     }
 
     public func hash(into hasher: inout Hasher) {
-        for label in self.labels {
-            hasher.combine(label.count)
-            for byte in label { hasher.combine(Self.lowercase(byte)) }
-        }
+        hasher.combine(self.foldedHash)
     }
 }
 

@@ -32,12 +32,11 @@ public struct ServiceDescription: Sendable, Hashable {
 public struct ServiceType: Sendable, Hashable, CustomStringConvertible {
     /// Service types compare as DNS names do: without case.
     public static func == (lhs: ServiceType, rhs: ServiceType) -> Bool {
-        lhs.isTCP == rhs.isTCP && lhs.name.lowercased() == rhs.name.lowercased()
+        lhs.domainName == rhs.domainName
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(self.name.lowercased())
-        hasher.combine(self.isTCP)
+        hasher.combine(self.domainName)
     }
 
     /// The protocol name without its underscore, e.g. `chat`.
@@ -52,6 +51,7 @@ public struct ServiceType: Sendable, Hashable, CustomStringConvertible {
         guard Self.isValidServiceName(name) else { throw .invalidName(name) }
         self.name = name
         self.isTCP = isTCP
+        self.domainName = DNSName(validatedLabels: [Array("_\(name)".utf8), Array((isTCP ? "_tcp" : "_udp").utf8), Array("local".utf8)])
     }
 
     /// A service type from text such as `_chat._udp` (a trailing `.local.` is ignored).
@@ -84,10 +84,8 @@ public struct ServiceType: Sendable, Hashable, CustomStringConvertible {
         return hasLetter
     }
 
-    /// `_name._udp.local` (or `_tcp`).
-    public var domainName: DNSName {
-        DNSName(validatedLabels: [Array("_\(self.name)".utf8), Array((self.isTCP ? "_tcp" : "_udp").utf8), Array("local".utf8)])
-    }
+    /// `_name._udp.local` (or `_tcp`), made once: the browser compares it with every record.
+    public let domainName: DNSName
 
     public var description: String { "_\(self.name).\(self.isTCP ? "_tcp" : "_udp")" }
 }

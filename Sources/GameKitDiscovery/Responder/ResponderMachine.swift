@@ -66,6 +66,11 @@ struct ResponderMachine: Sendable {
     /// mDNS stack shares the port on this host (§15.1), whose socket might get the reply.
     var mayAskForUnicast = true
 
+    /// Whether a name is waiting or probing: only then does ``mayAskForUnicast`` matter.
+    var hasUnestablishedClaims: Bool {
+        self.host?.isProbing == true || self.services.values.contains { $0.claim.isProbing }
+    }
+
     /// - Parameter hostLabel: the first label of the host name, e.g. `alice-pc-3f2a`.
     init(hostLabel: String, random: DiscoveryRandom) {
         self.baseHostLabel = hostLabel
