@@ -193,11 +193,32 @@ let package = Package(
             path: "Tests/Porting/Swift5",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
-        // The README's signal-handling example as a program (GoodbyeProcessTests sends it SIGTERM).
+        // The README's examples that are programs, each as written there (ReadmeSnippetsTests
+        // checks the text, ReadmeProgramTests and GoodbyeProcessTests run them).
         .executableTarget(
             name: "gk-readme-goodbye",
             dependencies: ["OpenGameKit"],
             path: "Tests/ReadmeExamples/Goodbye"
+        ),
+        .executableTarget(
+            name: "gk-readme-transport",
+            dependencies: ["GameKitTransport", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Tests/ReadmeExamples/Transport"
+        ),
+        .executableTarget(
+            name: "gk-readme-discovery",
+            dependencies: ["GameKitDiscovery"],
+            path: "Tests/ReadmeExamples/Discovery"
+        ),
+        .executableTarget(
+            name: "gk-readme-async-server",
+            dependencies: ["OpenGameKit"],
+            path: "Tests/ReadmeExamples/AsyncServer"
+        ),
+        .executableTarget(
+            name: "gk-readme-voice-engine",
+            dependencies: ["GameKitVoiceEngine"],
+            path: "Tests/ReadmeExamples/VoiceEngine"
         ),
         .testTarget(
             name: "PortingTests",

@@ -146,13 +146,4 @@ struct GoodbyeProcessTests {
             stop: "kill -TERM $L $I", status: 0)
         #expect(result.lines(tagged: "L") == ["ready"])
     }
-
-    @Test func theReadmeShowsTheSignalHandlingExampleByteForByte() throws {
-        let root = SandboxScript.packageRoot
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: root.appendingPathComponent("Tests/ReadmeExamples/Goodbye/main.swift"), encoding: .utf8)
-        let start = try #require(source.range(of: "// BEGIN README EXAMPLE\n"))
-        let end = try #require(source.range(of: "// END README EXAMPLE"))
-        #expect(readme.contains("```swift\n" + String(source[start.upperBound..<end.lowerBound]) + "```"))
-    }
 }

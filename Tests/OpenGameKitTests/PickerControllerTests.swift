@@ -104,14 +104,6 @@ struct PickerControllerTests {
         return (alice, bob)
     }
 
-    @Test func theReadmeShowsTheExampleByteForByte() throws {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: Self.root.appendingPathComponent("Tests/OpenGameKitTests/ReadmePickerExample.swift"), encoding: .utf8)
-        let start = try #require(source.range(of: "// BEGIN README EXAMPLE\n"))
-        let end = try #require(source.range(of: "// END README EXAMPLE"))
-        #expect(readme.contains("```swift\n" + String(source[start.upperBound..<end.lowerBound]) + "```"))
-    }
-
     @Test func anInvitationAcceptedHandsBothApplicationsAConnectedSession() async throws {
         let ((alicePicker, alice, aliceApp), (bobPicker, bob, bobApp)) = try Self.twoShown()
         #expect(alicePicker.isVisible && alice.isPresented)

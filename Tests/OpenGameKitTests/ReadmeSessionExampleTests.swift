@@ -12,15 +12,6 @@ import Testing
 struct ReadmeSessionExampleTests {
     static var root: URL { SandboxScript.packageRoot }
 
-    @Test func theReadmeShowsTheExampleByteForByte() throws {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: Self.root.appendingPathComponent("Tests/OpenGameKitTests/ReadmeSessionExample.swift"), encoding: .utf8)
-        let start = try #require(source.range(of: "// BEGIN README EXAMPLE\n"))
-        let end = try #require(source.range(of: "// END README EXAMPLE"))
-        let example = String(source[start.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\n" + example + "```"))
-    }
-
     @MainActor
     @Test func theExampleConnectsTwoPlayersWhoTalkAndCleanUp() async throws {
         try NetworkSandbox.requireIsolation()

@@ -20,12 +20,12 @@ final class SessionCore: @unchecked Sendable {
     let configuration: GKSession.Configuration
     private let password: String?
     private let slot = TransportSlot()
-    private let lock = NIOLock()
+    let lock = NIOLock()
 
     // MARK: Guarded by `lock`
-    private var machine: SessionMachine
+    var machine: SessionMachine
     private var deliver: (@Sendable ([SessionNotification], [UInt32: String]) -> Void)?
-    private var phase = Phase.idle
+    private(set) var phase = Phase.idle
     private var startTask: Task<GKSessionError?, Never>?
     private var disconnectTimeout: TimeAmount
     private var discovery: DiscoveryEndpoint?
@@ -36,10 +36,12 @@ final class SessionCore: @unchecked Sendable {
     /// The service instance of each peer the browser reports, for reconfirmation.
     private var instances: [UInt32: ServiceInstance] = [:]
     private var browserGeneration = 0
-    private var roomWaiters: [UInt64: (links: [LinkID], continuation: CheckedContinuation<SendOutcome, Never>)] = [:]
-    private var nextWaiter: UInt64 = 0
+    /// Calls waiting for room on links or for peers' connections (SessionCore+Waiting.swift);
+    /// changed only under `lock`.
+    var waiters: [UInt64: Waiter] = [:]
+    var nextWaiter: UInt64 = 0
 
-    private enum Phase {
+    enum Phase {
         case idle, starting, running, closed
     }
 
@@ -77,7 +79,7 @@ final class SessionCore: @unchecked Sendable {
         self.lock.withLock { body(self.machine) }
     }
 
-    private func flushLocked() {
+    func flushLocked() {
         for command in self.machine.takeDiscoveryCommands() {
             switch command {
             case .advertise: self.wantAdvertise = true
@@ -91,6 +93,7 @@ final class SessionCore: @unchecked Sendable {
         self.syncDiscoveryLocked()
         let notifications = self.machine.takeNotifications()
         guard !notifications.isEmpty else { return }
+        self.resumeConnectionWaitersLocked(after: notifications)
         // The display names as they are now, for the async sequences' elements.
         var names: [UInt32: String] = [:]
         for notification in notifications {
@@ -178,7 +181,7 @@ final class SessionCore: @unchecked Sendable {
 
     /// Leaves every peer, withdraws the advertisement, stops browsing and closes the socket.
     func shutdown() async {
-        let (discovery, waiters) = self.lock.withLock { () -> (DiscoveryEndpoint?, [CheckedContinuation<SendOutcome, Never>]) in
+        let (discovery, waiters) = self.lock.withLock { () -> (DiscoveryEndpoint?, [CheckedContinuation<WaitOutcome, Never>]) in
             guard self.phase != .closed else { return (nil, []) }
             self.phase = .closed
             self.machine.disconnectFromAllPeers()
@@ -191,8 +194,8 @@ final class SessionCore: @unchecked Sendable {
             self.instances.removeAll()
             let discovery = self.discovery
             self.discovery = nil
-            let waiters = self.roomWaiters.values.map(\.continuation)
-            self.roomWaiters.removeAll()
+            let waiters = self.waiters.values.map(\.continuation)
+            self.waiters.removeAll()
             return (discovery, waiters)
         }
         for waiter in waiters { waiter.resume(returning: .failed(GKSessionError(.notConnectedError))) }
@@ -282,7 +285,7 @@ final class SessionCore: @unchecked Sendable {
     // MARK: - Transport events
 
     private func handle(_ event: TransportEvent) {
-        var resumed: [CheckedContinuation<SendOutcome, Never>] = []
+        var resumed: [CheckedContinuation<WaitOutcome, Never>] = []
         try? self.perform { machine throws(GKSessionError) in
             switch event {
             case .connectionRequest(let request):
@@ -310,46 +313,5 @@ final class SessionCore: @unchecked Sendable {
             }
         }
         for waiter in resumed { waiter.resume(returning: .retry) }
-    }
-
-    // MARK: - Waiting for room
-
-    enum SendOutcome: Sendable {
-        case sent
-        case failed(GKSessionError)
-        case retry
-    }
-
-    /// Tries `attempt` (a send) under the lock; while it fails for want of room, waits for room
-    /// on the links it would use, then tries again. Ends with the session's shutdown.
-    func sendWaitingForRoom(_ attempt: @escaping (inout SessionMachine) throws(GKSessionError) -> Void, links: @escaping (SessionMachine) -> [LinkID]) async throws(GKSessionError) {
-        while true {
-            let outcome: SendOutcome = await withCheckedContinuation { continuation in
-                self.lock.lock()
-                defer { self.lock.unlock() }
-                do throws(GKSessionError) {
-                    try attempt(&self.machine)
-                    self.flushLocked()
-                    continuation.resume(returning: .sent)
-                } catch .systemError where self.phase != .closed {
-                    // Full: wait for room on these links (registered under the lock the
-                    // transport's room event also takes, so it cannot slip past).
-                    self.nextWaiter += 1
-                    self.roomWaiters[self.nextWaiter] = (links(self.machine), continuation)
-                } catch {
-                    continuation.resume(returning: .failed(error))
-                }
-            }
-            switch outcome {
-            case .sent: return
-            case .failed(let error): throw error
-            case .retry: continue
-            }
-        }
-    }
-
-    private func takeRoomWaitersLocked(for link: LinkID) -> [CheckedContinuation<SendOutcome, Never>] {
-        let keys = self.roomWaiters.filter { $0.value.links.contains(link) }.map(\.key)
-        return keys.compactMap { self.roomWaiters.removeValue(forKey: $0)?.continuation }
     }
 }

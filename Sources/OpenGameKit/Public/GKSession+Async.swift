@@ -1,5 +1,6 @@
 import Foundation
 import GameKitTransport
+import NIOCore
 
 extension GKSession {
     /// A peer's new state.
@@ -53,6 +54,58 @@ extension GKSession {
     /// until read, so read it steadily.
     public var messages: AsyncStream<Message> {
         self.subscribe(\.messages)
+    }
+
+    /// Connects to an available peer and returns once it is connected (a Swift-only addition;
+    /// Game Kit's ``connect(toPeer:withTimeout:)`` answers through the delegate, which hears this
+    /// attempt too). Returns at once if the peer is already connected, and joins an attempt of
+    /// ours already under way.
+    ///
+    /// - Parameter timeout: seconds to wait for the peer's answer; nil waits as long as the peer
+    ///   is there.
+    /// - Throws: the attempt's ``GKSessionError``: declined, timed out, peer not found, or in
+    ///   progress (the peer asked first: answer its request instead);
+    ///   ``GKSessionError/Code/connectionFailedError`` when it ended otherwise;
+    ///   `CancellationError` when the task is cancelled (the
+    ///   attempt is withdrawn, and the peer hears it was cancelled);
+    ///   ``GKSessionError/Code/notConnectedError`` when the session closes first.
+    public func connect(to peerID: String, timeout: TimeInterval? = nil) async throws {
+        guard let id = UInt32(peerID) else { throw GKSessionError(.peerNotFoundError) }
+        let limit: TimeAmount = timeout.map { .nanoseconds(Int64(min(max($0, 0.001), 86_400) * 1e9)) } ?? .hours(24 * 365)
+        do {
+            try await self.core.waitFor { machine throws(GKSessionError) in
+                let before = machine.notifications.count
+                if machine.state(of: id) != .stateConnected, machine.opening([id]).isEmpty {
+                    machine.connect(to: id, timeout: limit)
+                }
+                for case .connectionFailed(id, let code) in machine.notifications[before...] { throw GKSessionError(code) }
+                return try Self.connectionStep(machine, id)
+            }
+        } catch is CancellationError {
+            self.cancelConnect(toPeer: peerID)
+            throw CancellationError()
+        }
+    }
+
+    /// Accepts a peer's connection request and returns once the peer is connected (a Swift-only
+    /// addition; ``acceptConnection(fromPeer:)`` returns at once).
+    ///
+    /// - Throws: ``GKSessionError/Code/peerNotFoundError`` when no request from that peer awaits
+    ///   an answer; ``GKSessionError/Code/connectionFailedError`` when the link does not open;
+    ///   `CancellationError` when the task is cancelled: the waiting ends, the acceptance
+    ///   stands (the peer may still connect); ``GKSessionError/Code/notConnectedError`` when the
+    ///   session closes first.
+    public func accept(fromPeer peerID: String) async throws {
+        guard let id = UInt32(peerID) else { throw GKSessionError(.peerNotFoundError) }
+        try self.acceptConnection(fromPeer: peerID)
+        try await self.core.waitFor { machine throws(GKSessionError) in try Self.connectionStep(machine, id) }
+    }
+
+    /// Connected: done; being opened: wait; neither: the attempt ended without a connection.
+    private static func connectionStep(_ machine: SessionMachine, _ id: UInt32) throws(GKSessionError) -> SessionCore.StepResult {
+        if machine.state(of: id) == .stateConnected { return .done }
+        if !machine.opening([id]).isEmpty { return .waitForConnection([id]) }
+        throw GKSessionError(.connectionFailedError)
     }
 
     private func subscribe<Element>(_ list: WritableKeyPath<Subscribers, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {

@@ -328,23 +328,49 @@ open class GKSession: NSObject, @unchecked Sendable {
         }
     }
 
-    /// Sends data to some connected peers, waiting while a send buffer is full (a Swift-only
-    /// addition; named apart from the non-waiting `send` so that code in async functions keeps
-    /// calling the Game Kit one). Throws as ``send(_:toPeers:with:)`` otherwise.
+    /// Sends data to some peers, waiting while a send buffer is full and while a connection to
+    /// one of them is being opened (a Swift-only addition; named apart from the non-waiting
+    /// `send` so that code in async functions keeps calling the Game Kit one). So a `write`
+    /// right after ``acceptConnection(fromPeer:)`` or ``connect(toPeer:withTimeout:)`` goes out
+    /// once the peer is connected, or fails with the reason the connection did not open.
+    ///
+    /// - Throws: as ``send(_:toPeers:with:)``; the connection attempt's error when it fails
+    ///   (declined, timed out, cancelled); `CancellationError` as soon as the task is cancelled
+    ///   (nothing is sent then); ``GKSessionError/Code/notConnectedError`` when the session
+    ///   closes first.
     public func write(_ data: Data, toPeers peers: [String], with mode: GKSendDataMode) async throws {
         let (buffer, ids, transportMode) = try Self.prepare(data, peers, mode)
-        try await self.core.sendWaitingForRoom({ machine throws(GKSessionError) in try machine.send(buffer, to: ids, mode: transportMode) },
-                                               links: { $0.routes(to: ids) })
+        try await self.core.waitFor { machine throws(GKSessionError) in
+            do throws(GKSessionError) {
+                try machine.send(buffer, to: ids, mode: transportMode)
+                return .done
+            } catch .systemError {
+                return .waitForRoom(machine.routes(to: ids))
+            } catch .notConnectedError {
+                let opening = machine.opening(ids)
+                guard !opening.isEmpty else { throw GKSessionError(.notConnectedError) }
+                return .waitForConnection(opening)
+            }
+        }
     }
 
     /// Sends data to every connected peer, waiting while a send buffer is full (a Swift-only
     /// addition).
+    ///
+    /// - Throws: as ``write(_:toPeers:with:)``, and ``GKSessionError/Code/notConnectedError``
+    ///   when no peer is connected (Game Kit's ``sendData(toAllPeers:with:)`` does nothing then).
     public func write(toAllPeers data: Data, with mode: GKSendDataMode) async throws {
         let (buffer, _, transportMode) = try Self.prepare(data, [], mode)
-        try await self.core.sendWaitingForRoom({ machine throws(GKSessionError) in
+        try await self.core.waitFor { machine throws(GKSessionError) in
             let peers = machine.allConnectedPeers
-            if !peers.isEmpty { try machine.send(buffer, to: peers, mode: transportMode) }
-        }, links: { $0.routes(to: $0.allConnectedPeers) })
+            guard !peers.isEmpty else { throw GKSessionError(.notConnectedError) }
+            do throws(GKSessionError) {
+                try machine.send(buffer, to: peers, mode: transportMode)
+                return .done
+            } catch .systemError {
+                return .waitForRoom(machine.routes(to: peers))
+            }
+        }
     }
 
     /// The peer ID strings of Game Kit's peer array (strings, or optionals holding them).

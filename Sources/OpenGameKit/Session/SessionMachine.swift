@@ -199,6 +199,11 @@ struct SessionMachine {
         self.peers[peerID]?.derivedState
     }
 
+    /// Which of `peerIDs` have a connection being opened (``SessionPeer/isOpening``).
+    func opening(_ peerIDs: [UInt32]) -> Set<UInt32> {
+        Set(peerIDs.filter { self.peers[$0]?.isOpening == true })
+    }
+
     /// How a connected peer is reached: directly, or through the server with this peer ID.
     func route(to peerID: UInt32) -> SessionRoute? {
         guard let peer = self.peers[peerID] else { return nil }

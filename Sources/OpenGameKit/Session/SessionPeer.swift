@@ -57,6 +57,12 @@ struct SessionPeer: Sendable {
         self.displayName = displayName
     }
 
+    /// A connection to the peer is being opened: our attempt is under way, or we accepted its
+    /// request and its link has not opened yet.
+    var isOpening: Bool {
+        self.link == nil && self.relayServer == nil && (self.outgoing != nil || self.incoming?.acceptedLink != nil)
+    }
+
     /// The peer's state as the application sees it, or nil when the session no longer knows it.
     var derivedState: GKPeerConnectionState? {
         if self.link != nil || self.relayServer != nil { return .stateConnected }

@@ -1,0 +1,114 @@
+import GameKitTransport
+import NIOCore
+
+/// The async face's waits: for room in a send buffer, and for a connection being opened. A call
+/// tries its step under the lock; when the step cannot succeed yet, it parks a continuation that
+/// the event it waits for (room on a link, a peer's state change or failure, the session's end,
+/// the task's cancellation) resumes, and tries again.
+extension SessionCore {
+    /// A parked call.
+    struct Waiter {
+        /// Links whose room it waits for.
+        var links: [LinkID]
+        /// Peers whose connection it waits for.
+        var peers: Set<UInt32>
+        var continuation: CheckedContinuation<WaitOutcome, Never>
+    }
+
+    enum WaitOutcome: Sendable {
+        case done
+        case failed(GKSessionError)
+        case cancelled
+        case retry
+    }
+
+    /// What a step found.
+    enum StepResult {
+        /// Finished.
+        case done
+        /// Not yet: wait for room on these links.
+        case waitForRoom([LinkID])
+        /// Not yet: wait for these peers' connections to open or fail.
+        case waitForConnection(Set<UInt32>)
+    }
+
+    /// Runs `step` under the lock until it is done, parking in between; throws what the step
+    /// throws, `GKSessionError(.notConnectedError)` when the session closes while it waits, and
+    /// `CancellationError` as soon as the calling task is cancelled.
+    func waitFor(_ step: @escaping (inout SessionMachine) throws(GKSessionError) -> StepResult) async throws {
+        while true {
+            let id = self.lock.withLock { () -> UInt64 in
+                self.nextWaiter += 1
+                return self.nextWaiter
+            }
+            let outcome: WaitOutcome = await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    self.lock.lock()
+                    defer { self.lock.unlock() }
+                    if Task.isCancelled {
+                        continuation.resume(returning: .cancelled)
+                        return
+                    }
+                    guard self.phase != .closed else {
+                        continuation.resume(returning: .failed(GKSessionError(.notConnectedError)))
+                        return
+                    }
+                    do throws(GKSessionError) {
+                        let result = try step(&self.machine)
+                        self.flushLocked()
+                        switch result {
+                        case .done:
+                            continuation.resume(returning: .done)
+                        case _ where self.phase == .closed:
+                            continuation.resume(returning: .failed(GKSessionError(.notConnectedError)))
+                        case .waitForRoom(let links):
+                            self.waiters[id] = Waiter(links: links, peers: [], continuation: continuation)
+                        case .waitForConnection(let peers):
+                            self.waiters[id] = Waiter(links: [], peers: peers, continuation: continuation)
+                        }
+                    } catch {
+                        continuation.resume(returning: .failed(error))
+                    }
+                }
+            } onCancel: {
+                let waiter = self.lock.withLock { self.waiters.removeValue(forKey: id) }
+                waiter?.continuation.resume(returning: .cancelled)
+            }
+            switch outcome {
+            case .done: return
+            case .failed(let error): throw error
+            case .cancelled: throw CancellationError()
+            case .retry: continue
+            }
+        }
+    }
+
+    /// The calls waiting for room on `link` (it has room, or it closed), taken out.
+    func takeRoomWaitersLocked(for link: LinkID) -> [CheckedContinuation<WaitOutcome, Never>] {
+        let keys = self.waiters.filter { $0.value.links.contains(link) }.map(\.key)
+        return keys.compactMap { self.waiters.removeValue(forKey: $0)?.continuation }
+    }
+
+    /// Wakes the calls waiting for a connection that these notifications settle: a failed
+    /// attempt fails them with its reason; any other change of the peer's state makes them look
+    /// again.
+    func resumeConnectionWaitersLocked(after notifications: [SessionNotification]) {
+        guard self.waiters.values.contains(where: { !$0.peers.isEmpty }) else { return }
+        for notification in notifications {
+            let outcome: WaitOutcome
+            let peer: UInt32
+            switch notification {
+            case .connectionFailed(let failed, let code):
+                (peer, outcome) = (failed, .failed(GKSessionError(code)))
+            case .peerChanged(let changed, _):
+                (peer, outcome) = (changed, .retry)
+            default:
+                continue
+            }
+            for (key, waiter) in self.waiters where waiter.peers.contains(peer) {
+                self.waiters[key] = nil
+                waiter.continuation.resume(returning: outcome)
+            }
+        }
+    }
+}
