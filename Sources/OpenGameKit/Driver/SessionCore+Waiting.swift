@@ -90,24 +90,27 @@ extension SessionCore {
     }
 
     /// Wakes the calls waiting for a connection that these notifications settle: a failed
-    /// attempt fails them with its reason; any other change of the peer's state makes them look
-    /// again.
+    /// attempt fails them with its reason (wherever in the batch the failure is: the peer's
+    /// state change may come first); any other change of the peer's state makes them look again.
     func resumeConnectionWaitersLocked(after notifications: [SessionNotification]) {
+        for case .connectionFailed(let peer, let code) in notifications { self.lastFailures[peer] = code }
         guard self.waiters.values.contains(where: { !$0.peers.isEmpty }) else { return }
+        var failures: [UInt32: GKSessionError.Code] = [:]
+        var changed: Set<UInt32> = []
         for notification in notifications {
-            let outcome: WaitOutcome
-            let peer: UInt32
             switch notification {
-            case .connectionFailed(let failed, let code):
-                (peer, outcome) = (failed, .failed(GKSessionError(code)))
-            case .peerChanged(let changed, _):
-                (peer, outcome) = (changed, .retry)
-            default:
-                continue
+            case .connectionFailed(let peer, let code): failures[peer] = failures[peer] ?? code
+            case .peerChanged(let peer, _): changed.insert(peer)
+            default: continue
             }
-            for (key, waiter) in self.waiters where waiter.peers.contains(peer) {
+        }
+        for (key, waiter) in self.waiters where !waiter.peers.isEmpty {
+            if let code = waiter.peers.lazy.compactMap({ failures[$0] }).first {
                 self.waiters[key] = nil
-                waiter.continuation.resume(returning: outcome)
+                waiter.continuation.resume(returning: .failed(GKSessionError(code)))
+            } else if !waiter.peers.isDisjoint(with: changed) {
+                self.waiters[key] = nil
+                waiter.continuation.resume(returning: .retry)
             }
         }
     }

@@ -40,6 +40,9 @@ final class SessionCore: @unchecked Sendable {
     /// changed only under `lock`.
     var waiters: [UInt64: Waiter] = [:]
     var nextWaiter: UInt64 = 0
+    /// Each peer's last failed connection attempt, for a wait that wakes after it (the reason
+    /// is thrown rather than a bare "connection failed"); cleared when an awaited attempt starts.
+    var lastFailures: [UInt32: GKSessionError.Code] = [:]
 
     enum Phase {
         case idle, starting, running, closed

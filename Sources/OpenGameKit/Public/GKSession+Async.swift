@@ -73,14 +73,19 @@ extension GKSession {
         guard let id = UInt32(peerID) else { throw GKSessionError(.peerNotFoundError) }
         let limit: TimeAmount = timeout.map { .nanoseconds(Int64(min(max($0, 0.001), 86_400) * 1e9)) } ?? .hours(24 * 365)
         do {
-            try await self.core.waitFor { machine throws(GKSessionError) in
+            // Start the attempt once (a failure at once, e.g. an unknown peer, is thrown here),
+            // then wait for it.
+            let core = self.core
+            try await core.waitFor { machine throws(GKSessionError) in
                 let before = machine.notifications.count
                 if machine.state(of: id) != .stateConnected, machine.opening([id]).isEmpty {
+                    core.lastFailures[id] = nil
                     machine.connect(to: id, timeout: limit)
                 }
                 for case .connectionFailed(id, let code) in machine.notifications[before...] { throw GKSessionError(code) }
-                return try Self.connectionStep(machine, id)
+                return .done
             }
+            try await core.waitFor { machine throws(GKSessionError) in try Self.connectionStep(machine, id, core) }
         } catch is CancellationError {
             self.cancelConnect(toPeer: peerID)
             throw CancellationError()
@@ -97,15 +102,18 @@ extension GKSession {
     ///   session closes first.
     public func accept(fromPeer peerID: String) async throws {
         guard let id = UInt32(peerID) else { throw GKSessionError(.peerNotFoundError) }
+        let core = self.core
+        try core.perform { _ throws(GKSessionError) in core.lastFailures[id] = nil }
         try self.acceptConnection(fromPeer: peerID)
-        try await self.core.waitFor { machine throws(GKSessionError) in try Self.connectionStep(machine, id) }
+        try await core.waitFor { machine throws(GKSessionError) in try Self.connectionStep(machine, id, core) }
     }
 
-    /// Connected: done; being opened: wait; neither: the attempt ended without a connection.
-    private static func connectionStep(_ machine: SessionMachine, _ id: UInt32) throws(GKSessionError) -> SessionCore.StepResult {
+    /// Connected: done; being opened: wait; neither: the attempt ended without a connection,
+    /// for the reason its failure gave if one was heard. Runs under the core's lock.
+    private static func connectionStep(_ machine: SessionMachine, _ id: UInt32, _ core: SessionCore) throws(GKSessionError) -> SessionCore.StepResult {
         if machine.state(of: id) == .stateConnected { return .done }
         if !machine.opening([id]).isEmpty { return .waitForConnection([id]) }
-        throw GKSessionError(.connectionFailedError)
+        throw GKSessionError(core.lastFailures[id] ?? .connectionFailedError)
     }
 
     private func subscribe<Element>(_ list: WritableKeyPath<Subscribers, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {
