@@ -16,7 +16,7 @@ public let GKSessionErrorDomain = "com.apple.gamekit.GKSessionErrorDomain"
 ///     // the send buffer is full: try again later, or use the async `write`
 /// }
 /// ```
-public struct GKSessionError: Error, CustomNSError, Hashable, CustomStringConvertible, @unchecked Sendable {
+public struct GKSessionError: Error, CustomNSError, LocalizedError, Hashable, CustomStringConvertible, @unchecked Sendable {
     /// Game Kit's error codes, with Game Kit's values (`GKSessionInvalidParameterError` is
     /// `.invalidParameterError`, 30500, and so on).
     public enum Code: Int, Sendable, CaseIterable, CustomStringConvertible {
@@ -123,6 +123,32 @@ public struct GKSessionError: Error, CustomNSError, Hashable, CustomStringConver
         self.userInfo = userInfo
     }
 
+    /// An error with a code and a sentence saying what failed and why (its
+    /// `localizedDescription`), keeping the error that caused it (`NSUnderlyingErrorKey`).
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+        self.init(code, userInfo: GameKitErrorBridging.userInfo(message: message, underlying: underlying))
+    }
+
+    /// The error that caused this one, if any (`NSUnderlyingErrorKey`).
+    public var underlyingError: (any Error)? { self.userInfo[NSUnderlyingErrorKey] as? any Error }
+
+    /// A failed connection attempt with `peer` (named `name` when known), in a sentence.
+    static func connectionFailure(_ code: Code, peer: UInt32, name: String?) -> GKSessionError {
+        let who = name.map { "\($0) (\(peer))" } ?? "peer \(peer)"
+        let message: String
+        switch code {
+        case .declinedError: message = "\(who) declined the connection."
+        case .timedOutError: message = "\(who) did not answer the connection request in time."
+        case .cancelledError: message = "The connection request between this session and \(who) was cancelled."
+        case .connectionFailedError: message = "No connection to \(who) could be opened: it is unreachable, or uses another session password."
+        case .inProgressError: message = "\(who) has already asked to connect to this session: answer its request instead."
+        case .peerNotFoundError: message = "No peer \(peer) is known to this session: it was never seen, or has left."
+        case .connectionClosedError: message = "The connection to \(who) closed while it was being opened."
+        default: message = "Connecting with \(who) failed: \(code.explanation)"
+        }
+        return GKSessionError(code, message)
+    }
+
     /// ``GKSessionErrorDomain``.
     public static var errorDomain: String { GKSessionErrorDomain }
     /// The Game Kit code's value.
@@ -134,6 +160,11 @@ public struct GKSessionError: Error, CustomNSError, Hashable, CustomStringConver
 
     /// The Game Kit constant's name and code, e.g. "GKSessionDeclinedError (30502)".
     public var description: String { self.code.description }
+
+    /// What failed and why: the sentence given when the error was made, or one about the code.
+    public var errorDescription: String? { self.userInfo[NSLocalizedDescriptionKey] as? String ?? self.code.explanation }
+    /// What the code means, when the description says more than that.
+    public var failureReason: String? { self.code.explanation }
 
     /// Errors are equal when their codes are.
     public static func == (lhs: GKSessionError, rhs: GKSessionError) -> Bool { lhs.code == rhs.code }

@@ -11,6 +11,14 @@ package enum GameKitErrorBridging {
         return bridged.domain == domain && bridged.code == code
     }
 
+    /// A user info with `message` as the localized description and `underlying`, if any, as the
+    /// underlying error.
+    package static func userInfo(message: String, underlying: (any Error)?) -> [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let underlying { info[NSUnderlyingErrorKey] = underlying }
+        return info
+    }
+
     /// `userInfo` with `explanation` as its localized description unless it has one.
     package static func userInfo(_ userInfo: [String: Any], explaining explanation: String) -> [String: Any] {
         var info = userInfo

@@ -62,6 +62,15 @@ struct AsyncWaitingTests {
         await SessionLoopbackTests.close(all)
     }
 
+    /// A timeout bounds the awaited connect as it bounds Game Kit's (0 means none, as there).
+    @Test func anAwaitedConnectTimesOut() async throws {
+        let all = try await SessionLoopbackTests.sessions([("Server", .server), ("Client", .client)], answer: .none)
+        let (server, client) = (all[0], all[1])
+        #expect(await client.waitUntilSees(server.session))
+        await #expect(throws: GKSessionError(.timedOutError)) { try await client.session.connect(to: server.session.peerID, timeout: 0.5) }
+        await SessionLoopbackTests.close(all)
+    }
+
     /// A peer that never answers: the awaited connect waits until its task is cancelled, then
     /// throws `CancellationError` and withdraws the attempt (the other side hears it cancelled).
     @Test func cancellingAnAwaitedConnectWithdrawsIt() async throws {

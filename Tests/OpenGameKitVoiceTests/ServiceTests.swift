@@ -14,6 +14,8 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
     weak var other: GKVoiceChatService?
     private let log = NIOLockedValueBox<[String]>([])
     private let changed = DispatchSemaphore(value: 0)
+    /// The errors didNotStart and didStop brought, in order.
+    let errors = NIOLockedValueBox<[any Error]>([])
 
     init(id: String, realTime: Bool = false) {
         self.id = id
@@ -54,10 +56,12 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didNotStartWithParticipantID participantID: String, error: Error?) {
+        if let error { self.errors.withLockedValue { $0.append(error) } }
         self.record("didNotStart \(participantID) \(((error) as? GKVoiceChatServiceError)?.code.rawValue ?? 0)")
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didStopWithParticipantID participantID: String, error: Error?) {
+        if let error { self.errors.withLockedValue { $0.append(error) } }
         self.record("didStop \(participantID) \(((error) as? GKVoiceChatServiceError)?.code.rawValue ?? 0)")
     }
 }
@@ -175,5 +179,14 @@ struct ServiceTests {
         try alice.startVoiceChat(withParticipantID: "bob")
         #expect(aliceClient.wait(for: "didNotStart") == "didNotStart bob 32005")
         #expect(bobClient.wait(for: "did") != nil)
+        // The error says which device failed and why, and keeps the engine's error.
+        let error = try #require(aliceClient.errors.withLockedValue { $0.first } as? GKVoiceChatServiceError)
+        #expect(error.localizedDescription.hasPrefix("The audio devices could not be opened (WAV file /nonexistent/input.wav as microphone"))
+        #expect(error.localizedDescription.hasSuffix("WAV file: /nonexistent/input.wav does not exist."), "\(error.localizedDescription)")
+        guard case .wavFile? = error.underlyingError as? VoiceEngineError else {
+            Issue.record("underlying: \(String(describing: error.underlyingError))")
+            return
+        }
+        #expect((error as NSError).userInfo[NSUnderlyingErrorKey] != nil)
     }
 }

@@ -5,7 +5,9 @@ public enum WAVFile {
     /// Reads a 16-bit PCM WAV file at 16 kHz. Stereo is mixed down to mono; other rates are an
     /// error (convert with `sox in.wav -r 16000 -c 1 out.wav`).
     public static func read(path: String) throws(VoiceEngineError) -> [Int16] {
-        guard let data = FileManager.default.contents(atPath: path) else { throw .wavFile("cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .wavFile(FileManager.default.fileExists(atPath: path) ? "\(path) cannot be read (permissions?)" : "\(path) does not exist")
+        }
         return try parse([UInt8](data), path: path)
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 /// The audio format of the voice engine: mono, 16-bit samples at 16 kHz, in frames of 10 or 20 ms.
 ///
 /// 16 kHz is wideband speech: it carries everything up to 8 kHz, where nearly all of speech's
@@ -53,5 +54,13 @@ public enum VoiceEngineError: Error, Equatable, CustomStringConvertible {
         case .device(let why): "audio device: \(why)"
         case .wavFile(let why): "WAV file: \(why)"
         }
+    }
+}
+
+extension VoiceEngineError: LocalizedError {
+    /// What failed, in a sentence (the error's `localizedDescription`).
+    public var errorDescription: String? {
+        let text = self.description
+        return text.prefix(1).uppercased() + text.dropFirst() + (text.hasSuffix(".") ? "" : ".")
     }
 }

@@ -15,6 +15,11 @@ extension SessionCore {
         var continuation: CheckedContinuation<WaitOutcome, Never>
     }
 
+    /// What a call on a closed session, or one waiting when it closes, fails with.
+    static var closedError: GKSessionError {
+        GKSessionError(.notConnectedError, "The session is closed: make a new one to connect again.")
+    }
+
     enum WaitOutcome: Sendable {
         case done
         case failed(GKSessionError)
@@ -50,7 +55,7 @@ extension SessionCore {
                         return
                     }
                     guard self.phase != .closed else {
-                        continuation.resume(returning: .failed(GKSessionError(.notConnectedError)))
+                        continuation.resume(returning: .failed(SessionCore.closedError))
                         return
                     }
                     do throws(GKSessionError) {
@@ -60,7 +65,7 @@ extension SessionCore {
                         case .done:
                             continuation.resume(returning: .done)
                         case _ where self.phase == .closed:
-                            continuation.resume(returning: .failed(GKSessionError(.notConnectedError)))
+                            continuation.resume(returning: .failed(SessionCore.closedError))
                         case .waitForRoom(let links):
                             self.waiters[id] = Waiter(links: links, peers: [], continuation: continuation)
                         case .waitForConnection(let peers):
@@ -93,21 +98,23 @@ extension SessionCore {
     /// attempt fails them with its reason (wherever in the batch the failure is: the peer's
     /// state change may come first); any other change of the peer's state makes them look again.
     func resumeConnectionWaitersLocked(after notifications: [SessionNotification]) {
-        for case .connectionFailed(let peer, let code) in notifications { self.lastFailures[peer] = code }
+        for case .connectionFailed(let peer, let code) in notifications {
+            self.lastFailures[peer] = .connectionFailure(code, peer: peer, name: self.machine.displayName(of: peer))
+        }
         guard self.waiters.values.contains(where: { !$0.peers.isEmpty }) else { return }
-        var failures: [UInt32: GKSessionError.Code] = [:]
+        var failures: [UInt32: GKSessionError] = [:]
         var changed: Set<UInt32> = []
         for notification in notifications {
             switch notification {
-            case .connectionFailed(let peer, let code): failures[peer] = failures[peer] ?? code
+            case .connectionFailed(let peer, _): failures[peer] = failures[peer] ?? self.lastFailures[peer]
             case .peerChanged(let peer, _): changed.insert(peer)
             default: continue
             }
         }
         for (key, waiter) in self.waiters where !waiter.peers.isEmpty {
-            if let code = waiter.peers.lazy.compactMap({ failures[$0] }).first {
+            if let failure = waiter.peers.lazy.compactMap({ failures[$0] }).first {
                 self.waiters[key] = nil
-                waiter.continuation.resume(returning: .failed(GKSessionError(code)))
+                waiter.continuation.resume(returning: .failed(failure))
             } else if !waiter.peers.isDisjoint(with: changed) {
                 self.waiters[key] = nil
                 waiter.continuation.resume(returning: .retry)

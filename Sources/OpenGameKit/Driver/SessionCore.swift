@@ -42,7 +42,7 @@ final class SessionCore: @unchecked Sendable {
     var nextWaiter: UInt64 = 0
     /// Each peer's last failed connection attempt, for a wait that wakes after it (the reason
     /// is thrown rather than a bare "connection failed"); cleared when an awaited attempt starts.
-    var lastFailures: [UInt32: GKSessionError.Code] = [:]
+    var lastFailures: [UInt32: GKSessionError] = [:]
 
     enum Phase {
         case idle, starting, running, closed
@@ -101,7 +101,7 @@ final class SessionCore: @unchecked Sendable {
         var names: [UInt32: String] = [:]
         for notification in notifications {
             switch notification {
-            case .peerChanged(let peer, _), .connectionRequest(let peer):
+            case .peerChanged(let peer, _), .connectionRequest(let peer), .connectionFailed(let peer, _):
                 names[peer] = self.machine.displayName(of: peer)
             default:
                 break
@@ -201,7 +201,7 @@ final class SessionCore: @unchecked Sendable {
             self.waiters.removeAll()
             return (discovery, waiters)
         }
-        for waiter in waiters { waiter.resume(returning: .failed(GKSessionError(.notConnectedError))) }
+        for waiter in waiters { waiter.resume(returning: .failed(Self.closedError)) }
         // The goodbyes first, links and advertisement at once: the program may exit as soon as
         // this returns.
         await withTaskGroup(of: Void.self) { group in

@@ -61,17 +61,18 @@ extension GKSession {
     /// attempt too). Returns at once if the peer is already connected, and joins an attempt of
     /// ours already under way.
     ///
-    /// - Parameter timeout: seconds to wait for the peer's answer; nil waits as long as the peer
-    ///   is there.
+    /// - Parameter timeout: seconds to wait for the peer's answer; nil (or 0, as in Game Kit)
+    ///   waits as long as the peer is there.
     /// - Throws: the attempt's ``GKSessionError``: declined, timed out, peer not found, or in
     ///   progress (the peer asked first: answer its request instead);
     ///   ``GKSessionError/Code/connectionFailedError`` when it ended otherwise;
-    ///   `CancellationError` when the task is cancelled (the
-    ///   attempt is withdrawn, and the peer hears it was cancelled);
-    ///   ``GKSessionError/Code/notConnectedError`` when the session closes first.
+    ///   `CancellationError` when the task is cancelled (the attempt is withdrawn, and the peer
+    ///   hears it was cancelled); ``GKSessionError/Code/notConnectedError`` when the session
+    ///   closes first.
     public func connect(to peerID: String, timeout: TimeInterval? = nil) async throws {
         guard let id = UInt32(peerID) else { throw GKSessionError(.peerNotFoundError) }
-        let limit: TimeAmount = timeout.map { .nanoseconds(Int64(min(max($0, 0.001), 86_400) * 1e9)) } ?? .hours(24 * 365)
+        let seconds = timeout.flatMap { $0 > 0 && $0.isFinite ? min($0, 86_400) : nil }
+        let limit: TimeAmount = seconds.map { .nanoseconds(Int64($0 * 1e9)) } ?? .hours(24 * 365)
         do {
             // Start the attempt once (a failure at once, e.g. an unknown peer, is thrown here),
             // then wait for it.
@@ -82,7 +83,9 @@ extension GKSession {
                     core.lastFailures[id] = nil
                     machine.connect(to: id, timeout: limit)
                 }
-                for case .connectionFailed(id, let code) in machine.notifications[before...] { throw GKSessionError(code) }
+                for case .connectionFailed(id, let code) in machine.notifications[before...] {
+                    throw GKSessionError.connectionFailure(code, peer: id, name: machine.displayName(of: id))
+                }
                 return .done
             }
             try await core.waitFor { machine throws(GKSessionError) in try Self.connectionStep(machine, id, core) }
@@ -113,7 +116,7 @@ extension GKSession {
     private static func connectionStep(_ machine: SessionMachine, _ id: UInt32, _ core: SessionCore) throws(GKSessionError) -> SessionCore.StepResult {
         if machine.state(of: id) == .stateConnected { return .done }
         if !machine.opening([id]).isEmpty { return .waitForConnection([id]) }
-        throw GKSessionError(core.lastFailures[id] ?? .connectionFailedError)
+        throw core.lastFailures[id] ?? .connectionFailure(.connectionFailedError, peer: id, name: machine.displayName(of: id))
     }
 
     private func subscribe<Element>(_ list: WritableKeyPath<Subscribers, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {
@@ -155,7 +158,8 @@ struct Subscribers {
                 let request = GKSession.ConnectionRequest(peerID: String(peer), displayName: names[peer])
                 for continuation in self.connectionRequests.values { continuation.yield(request) }
             case .connectionFailed(let peer, let error) where !self.connectionFailures.isEmpty:
-                for continuation in self.connectionFailures.values { continuation.yield(.init(peerID: String(peer), error: GKSessionError(error))) }
+                let failure = GKSessionError.connectionFailure(error, peer: peer, name: names[peer])
+                for continuation in self.connectionFailures.values { continuation.yield(.init(peerID: String(peer), error: failure)) }
             case .received(let buffer, let peer, let mode) where !self.messages.isEmpty:
                 let message = GKSession.Message(data: Data(buffer.readableBytesView), peerID: String(peer), mode: mode == .reliable ? .reliable : .unreliable)
                 for continuation in self.messages.values { continuation.yield(message) }

@@ -363,7 +363,7 @@ open class GKSession: NSObject, @unchecked Sendable {
         let (buffer, _, transportMode) = try Self.prepare(data, [], mode)
         try await self.core.waitFor { machine throws(GKSessionError) in
             let peers = machine.allConnectedPeers
-            guard !peers.isEmpty else { throw GKSessionError(.notConnectedError) }
+            guard !peers.isEmpty else { throw GKSessionError(.notConnectedError, "No peer is connected: there is nobody to send to.") }
             do throws(GKSessionError) {
                 try machine.send(buffer, to: peers, mode: transportMode)
                 return .done
@@ -375,23 +375,30 @@ open class GKSession: NSObject, @unchecked Sendable {
 
     /// The peer ID strings of Game Kit's peer array (strings, or optionals holding them).
     private static func peerIDs(_ peers: [Any]?) throws(GKSessionError) -> [String] {
-        guard let peers else { throw GKSessionError(.invalidParameterError) }
+        guard let peers else { throw GKSessionError(.invalidParameterError, "The list of peers to send to is nil.") }
         var strings: [String] = []
         strings.reserveCapacity(peers.count)
         for peer in peers {
-            guard let string = peer as? String else { throw GKSessionError(.invalidParameterError) }
+            guard let string = peer as? String else {
+                throw GKSessionError(.invalidParameterError, "The list of peers holds a \(type(of: peer)), not a peer ID string.")
+            }
             strings.append(string)
         }
         return strings
     }
 
     private static func prepare(_ data: Data?, _ peers: [String], _ mode: GKSendDataMode) throws(GKSessionError) -> (ByteBuffer, [UInt32], SendMode) {
-        guard let data else { throw GKSessionError(.invalidParameterError) }
+        guard let data else { throw GKSessionError(.invalidParameterError, "The data to send is nil.") }
         let limit = mode == .reliable ? Self.maximumReliableDataSize : Self.maximumUnreliableDataSize
-        guard data.count <= limit else { throw GKSessionError(.dataTooBigError) }
+        guard data.count <= limit else {
+            let name = mode == .reliable ? "maximumReliableDataSize" : "maximumUnreliableDataSize"
+            throw GKSessionError(.dataTooBigError, "\(data.count) bytes is more than one \(mode) send carries: at most \(limit) (GKSession.\(name)).")
+        }
         var ids: [UInt32] = []
         for peer in peers {
-            guard let id = UInt32(peer) else { throw GKSessionError(.invalidParameterError) }
+            guard let id = UInt32(peer) else {
+                throw GKSessionError(.invalidParameterError, "\"\(peer)\" is not a peer ID: peer IDs are decimal numbers, as peerID and peers(with:) give them.")
+            }
             ids.append(id)
         }
         var buffer = ByteBuffer()
@@ -438,7 +445,8 @@ open class GKSession: NSObject, @unchecked Sendable {
             case .connectionRequest(let peer):
                 callbacks.delegate?.session(self, didReceiveConnectionRequestFromPeer: String(peer))
             case .connectionFailed(let peer, let error):
-                callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: GKSessionError(error))
+                let name = self.core.read { $0.displayName(of: peer) }
+                callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: GKSessionError.connectionFailure(error, peer: peer, name: name))
             case .failed(let error):
                 callbacks.delegate?.session(self, didFailWithError: GKSessionError(error))
             case .received(let buffer, let peer, _):

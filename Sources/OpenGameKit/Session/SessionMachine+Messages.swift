@@ -11,27 +11,31 @@ extension SessionMachine {
         do {
             try self.links.send(batch, mode: mode)
         } catch {
-            throw GKSessionError(Self.sendError(error))
+            throw GKSessionError(Self.sendError(error), "The transport refused the send: \(error).", underlying: error)
         }
     }
 
     /// The messages that carry `data` to `destinations`, checked: every destination connected,
     /// nothing waiting ahead of reliable data.
     func plan(_ data: ByteBuffer, to destinations: [UInt32], mode: SendMode) throws(GKSessionError) -> [(message: ByteBuffer, link: LinkID)] {
-        guard !destinations.isEmpty else { throw GKSessionError(.invalidParameterError) }
+        guard !destinations.isEmpty else { throw GKSessionError(.invalidParameterError, "The list of peers to send to is empty.") }
         var direct: [LinkID] = []
         var relayed: [UInt32: (link: LinkID, peers: [UInt32])] = [:]
         var seen = Set<UInt32>()
         for peerID in destinations where seen.insert(peerID).inserted {
             guard let peer = self.peers[peerID] else {
-                throw GKSessionError(peerID == self.identity.peerID ? .invalidParameterError : .peerNotFoundError)
+                if peerID == self.identity.peerID {
+                    throw GKSessionError(.invalidParameterError, "\(peerID) is this session's own peer ID: a session does not send to itself.")
+                }
+                throw GKSessionError(.peerNotFoundError, "No peer \(peerID) is known to this session: it was never seen, or has left.")
             }
             if let link = peer.link {
                 direct.append(link)
             } else if let server = peer.relayServer, let link = self.peers[server]?.link {
                 relayed[server, default: (link, [])].peers.append(peerID)
             } else {
-                throw GKSessionError(.notConnectedError)
+                let state = peer.derivedState.map { "\($0)" } ?? "gone"
+                throw GKSessionError(.notConnectedError, "\(peer.displayName) (\(peerID)) is not connected: its state is \(state).")
             }
         }
         var batch: [(message: ByteBuffer, link: LinkID)] = []
@@ -44,8 +48,9 @@ extension SessionMachine {
                 batch.append((SessionMessage.relay(to: peers, data: data).encode(), route.link))
             }
         }
-        if mode == .reliable, batch.contains(where: { self.outboxes[$0.link]?.isEmpty == false }) {
-            throw GKSessionError(.systemError)
+        if mode == .reliable, let full = batch.first(where: { self.outboxes[$0.link]?.isEmpty == false }) {
+            let name = self.linkOwners[full.link].flatMap { self.displayName(of: $0) } ?? "a peer"
+            throw GKSessionError(.systemError, "The send buffer to \(name) is full: try again later, or use write(_:toPeers:with:), which waits for room.")
         }
         return batch
     }

@@ -14,6 +14,17 @@ public enum VoiceAudioDevices: Sendable {
     /// Devices made by the application, once per call.
     case custom(@Sendable () throws -> (AudioCaptureDevice, AudioPlaybackDevice))
 
+    /// The devices in words, for error messages.
+    var summary: String {
+        switch self {
+        case .pulseAudio(let source, let sink, let server):
+            "PulseAudio source \(source ?? "(default)"), sink \(sink ?? "(default)"), server \(server ?? "from PULSE_SERVER or the default")"
+        case .files(let input, let output): "WAV file \(input) as microphone, \(output) as speaker"
+        case .silent: "no devices"
+        case .custom: "the application's devices"
+        }
+    }
+
     /// Opens the devices for one call.
     func open() throws -> (AudioCaptureDevice, AudioPlaybackDevice) {
         switch self {

@@ -23,6 +23,9 @@ extension GKVoiceChatService {
         var inputMetering = false
         var outputMetering = false
         var clientLacksRealTime = false
+        /// The cause of a set-up failure this side found (a device that would not open, …),
+        /// given to the client with the code the machine reports for it.
+        var setUpFailure: GKVoiceChatServiceError?
 
         init(configuration: GKVoiceChatService.Configuration) {
             self.configuration = configuration
@@ -105,13 +108,26 @@ extension GKVoiceChatService {
             case .didStart(let participant):
                 self.withClient { client in client.voiceChatService(self, didStartWithParticipantID: participant) }
             case .didNotStart(let participant, let error):
-                self.withClient { client in client.voiceChatService(self, didNotStartWithParticipantID: participant, error: error.map { GKVoiceChatServiceError($0) }) }
+                let detailed = self.detailed(error)
+                self.withClient { client in client.voiceChatService(self, didNotStartWithParticipantID: participant, error: detailed) }
             case .didStop(let participant, let error):
-                self.withClient { client in client.voiceChatService(self, didStopWithParticipantID: participant, error: error.map { GKVoiceChatServiceError($0) }) }
+                let detailed = self.detailed(error)
+                self.withClient { client in client.voiceChatService(self, didStopWithParticipantID: participant, error: detailed) }
             case .tearDown:
                 self.tearDown()
             }
         }
+    }
+
+    /// The error for the client: the cause this side recorded when it has that code, else the
+    /// code alone.
+    private func detailed(_ code: GKVoiceChatServiceError.Code?) -> GKVoiceChatServiceError? {
+        guard let code else { return nil }
+        let recorded = self.lock.withLock { () -> GKVoiceChatServiceError? in
+            defer { self.state.setUpFailure = nil }
+            return self.state.setUpFailure
+        }
+        return recorded.flatMap { $0.code == code ? $0 : nil } ?? GKVoiceChatServiceError(code)
     }
 
     // MARK: - Media connection
@@ -216,6 +232,9 @@ extension GKVoiceChatService {
         do {
             devices = try configuration.audio.open()
         } catch {
+            let failure = GKVoiceChatServiceError(
+                .audioUnavailableError, "The audio devices could not be opened (\(configuration.audio.summary)): \(error.localizedDescription)", underlying: error)
+            self.lock.withLock { self.state.setUpFailure = failure }
             self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(.audioUnavailableError) }
             return false
         }
@@ -225,6 +244,8 @@ extension GKVoiceChatService {
         } catch {
             devices.0.close()
             devices.1.close()
+            let failure = GKVoiceChatServiceError(.internalError, "The voice engine could not start: \(error.localizedDescription)", underlying: error)
+            self.lock.withLock { self.state.setUpFailure = failure }
             self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(.internalError) }
             return false
         }

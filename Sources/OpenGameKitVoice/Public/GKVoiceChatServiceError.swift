@@ -8,7 +8,7 @@ public let GKVoiceChatServiceErrorDomain = "com.apple.gamekit.GKVoiceChatService
 /// whose ``code`` is a ``Code`` with Game Kit's values, bridged to `NSError` with
 /// ``GKVoiceChatServiceErrorDomain`` as its domain. `catch GKVoiceChatServiceError.uninitializedClientError`
 /// matches a thrown error by its code.
-public struct GKVoiceChatServiceError: Error, CustomNSError, Hashable, CustomStringConvertible, @unchecked Sendable {
+public struct GKVoiceChatServiceError: Error, CustomNSError, LocalizedError, Hashable, CustomStringConvertible, @unchecked Sendable {
     /// Game Kit's voice chat error codes, with Game Kit's values.
     public enum Code: Int, Sendable, CaseIterable, CustomStringConvertible {
         /// A serious internal error.
@@ -112,6 +112,20 @@ public struct GKVoiceChatServiceError: Error, CustomNSError, Hashable, CustomStr
         self.code = code
         self.userInfo = userInfo
     }
+
+    /// An error with a code and a sentence saying what failed and why (its
+    /// `localizedDescription`), keeping the error that caused it (`NSUnderlyingErrorKey`).
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
+        self.init(code, userInfo: GameKitErrorBridging.userInfo(message: message, underlying: underlying))
+    }
+
+    /// The error that caused this one, if any (`NSUnderlyingErrorKey`).
+    public var underlyingError: (any Error)? { self.userInfo[NSUnderlyingErrorKey] as? any Error }
+
+    /// What failed and why: the sentence given when the error was made, or one about the code.
+    public var errorDescription: String? { self.userInfo[NSLocalizedDescriptionKey] as? String ?? self.code.explanation }
+    /// What the code means, when the description says more than that.
+    public var failureReason: String? { self.code.explanation }
 
     /// ``GKVoiceChatServiceErrorDomain``.
     public static var errorDomain: String { GKVoiceChatServiceErrorDomain }
