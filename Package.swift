@@ -55,6 +55,7 @@ let package = Package(
         .target(
             name: "NetworkImpairment",
             dependencies: [
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -67,6 +68,7 @@ let package = Package(
             dependencies: [
                 "GameKitTransport",
                 "GameKitDiscovery",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -77,6 +79,7 @@ let package = Package(
             name: "OpenGameKitVoice",
             dependencies: [
                 "OpenGameKit", "GameKitTransport", "GameKitVoiceEngine",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -142,14 +145,14 @@ let package = Package(
         .executableTarget(
             name: "gk-chat",
             dependencies: [
-                "OpenGameKit",
+                "OpenGameKit", "NetworkImpairment",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "gk-voice",
             dependencies: [
-                "OpenGameKit", "OpenGameKitVoice", "GameKitTransport",
+                "OpenGameKit", "OpenGameKitVoice", "GameKitTransport", "NetworkImpairment",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import OpenGameKit
+import NetworkImpairment
 
 /// gk-chat: the chat demo of the lecture notes. The peer picker finds and connects a peer; then a
 /// chat screen; a disconnect brings the picker back. `--mode server|client` makes a room of more
@@ -46,6 +47,7 @@ struct GKChat: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
+        ToolLogging.bootstrap()
         let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: self.mode.sessionMode, password: self.password,
             configuration: GKSession.Configuration(

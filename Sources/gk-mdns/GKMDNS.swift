@@ -89,6 +89,7 @@ struct Register: AsyncParsableCommand {
 
     func run() async throws {
         try NetworkSandbox.requireIsolation()
+        ToolLogging.bootstrap()
         var record = TXTRecord()
         for entry in self.txt {
             let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -121,6 +122,7 @@ struct Browse: AsyncParsableCommand {
 
     func run() async throws {
         try NetworkSandbox.requireIsolation()
+        ToolLogging.bootstrap()
         let discovery = try await DiscoveryEndpoint.start(configuration: self.common.configuration)
         let browser = try discovery.browse(try self.common.serviceType())
         browser.onEvent = { event in

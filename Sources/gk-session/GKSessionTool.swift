@@ -66,6 +66,7 @@ struct GKSessionTool: AsyncParsableCommand {
 
     func run() async throws {
         try NetworkSandbox.requireIsolation()
+        ToolLogging.bootstrap()
         let mode: GKSessionMode = self.mode == "server" ? .server : self.mode == "client" ? .client : .peer
         let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: mode, password: self.password,

@@ -143,6 +143,7 @@ final class DiscoveryCore: @unchecked Sendable {
                     self.sockets[key] = channel
                     self.socketSources[key] = interface.ipv4.first
                 }.get()
+                self.logger.debug("listening", metadata: ["interface": "\(interface.name)", "family": "\(key.family)"])
             } catch {
                 allOpened = false
                 self.logger.warning("mDNS socket on \(interface.name) (\(key.family)) failed: \(error)")
@@ -220,6 +221,7 @@ final class DiscoveryCore: @unchecked Sendable {
     /// Queues `events` for the subscribers of their types (lock held).
     private func queueBrowseEvents(_ events: [BrowseEvent]) {
         for event in events {
+            self.logger.debug("browse", metadata: ["event": "\(event)"])
             for handler in (self.browseSubscribers[event.instance.serviceType] ?? [:]).sorted(by: { $0.key < $1.key }).map(\.value) {
                 self.queuedBrowseDeliveries.append((handler, event))
             }
@@ -244,7 +246,13 @@ final class DiscoveryCore: @unchecked Sendable {
     // MARK: - Event loop side
 
     func receive(_ bytes: ByteBuffer, from source: SocketAddress, interfaceIndex: Int) {
-        guard let message = try? DNSMessage(decoding: bytes) else { return }
+        guard let message = try? DNSMessage(decoding: bytes) else {
+            self.logger.trace("undecodable datagram", metadata: ["from": "\(source)", "bytes": "\(bytes.readableBytes)"])
+            return
+        }
+        if self.logger.logLevel <= .trace {
+            self.logger.trace("received", metadata: ["from": "\(source)", "interface": "\(interfaceIndex)", "message": "\(message.logSummary)"])
+        }
         let proceed = self.lock.withLock { () -> Bool in
             guard !self.isShutDown else { return false }
             self.machine.receive(IncomingMessage(message: message, interfaceIndex: interfaceIndex, source: source), now: .now())
@@ -309,6 +317,9 @@ final class DiscoveryCore: @unchecked Sendable {
         var futures: [EventLoopFuture<Void>] = []
         for item in outgoing {
             let bytes = item.message.encoded()
+            if self.logger.logLevel <= .trace {
+                self.logger.trace("sending", metadata: ["to": "\(item.destination)", "interface": "\(item.interfaceIndex)", "message": "\(item.message.logSummary)"])
+            }
             switch item.destination {
             case .multicast:
                 for family in [MulticastSocket.Family.ipv4, .ipv6] {

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 
 /// How an endpoint and its links behave. The defaults suit a LAN or the Internet; most
@@ -6,6 +7,10 @@ public struct TransportConfiguration: Sendable {
     /// The session password. Both sides must hold the same one (or none); otherwise the handshake
     /// fails on both sides with ``TransportError/authenticationFailed``.
     public var preSharedKey: [UInt8]?
+    /// Where the endpoint logs (swift-log): links opening, failing, closing and moving,
+    /// refused handshakes and liveness verdicts at debug, data at trace. Its handler's level
+    /// decides what is kept (swift-log's default handler keeps info and above).
+    public var logger = Logger(label: "opengamekit.transport")
 
     /// The largest UDP payload this endpoint sends or accepts. 1200 bytes fits every IPv6 path
     /// (minimum MTU 1280) and nearly every IPv4 one; raise it only on networks you know.

@@ -1,3 +1,4 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -22,6 +23,7 @@ final class EndpointCore: @unchecked Sendable {
     static let reopenAttempts = 100
 
     let eventLoop: EventLoop
+    let logger: Logger
     private let onEvent: @Sendable (TransportEvent) -> Void
     private let lock = NIOLock()
 
@@ -56,8 +58,9 @@ final class EndpointCore: @unchecked Sendable {
     /// The last datagram written while shutting down: once it has left, all have.
     private var lastShutdownWrite: EventLoopFuture<Void>?
 
-    init(machine: EndpointMachine, eventLoop: EventLoop, segmentationOffload: Bool, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
+    init(machine: EndpointMachine, eventLoop: EventLoop, segmentationOffload: Bool, logger: Logger, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
         self.machine = machine
+        self.logger = logger
         self.eventLoop = eventLoop
         self.onEvent = onEvent
         self.batcher = DatagramBatcher(segmentationOffload: segmentationOffload)
@@ -265,7 +268,10 @@ final class EndpointCore: @unchecked Sendable {
                 while let event = self.machine.popEvent() { self.pendingEvents.append(event) }
                 return (self.takeOpenWaitersLocked(), self.takeSpaceWaitersLocked())
             }
-            for event in self.pendingEvents { self.onEvent(event) }
+            for event in self.pendingEvents {
+                event.log(to: self.logger)
+                self.onEvent(event)
+            }
             self.pendingEvents.removeAll(keepingCapacity: true)
             for (waiter, result) in opened { waiter.resume(returning: result) }
             for waiter in released { waiter.resume(returning: nil) }

@@ -65,7 +65,8 @@ public final class TransportEndpoint: Sendable {
         let machine = try EndpointMachine(configuration: configuration, now: .now())
         let eventLoop = group.next()
         let offload = configuration.segmentationOffload && System.supportsUDPSegmentationOffload
-        let core = EndpointCore(machine: machine, eventLoop: eventLoop, segmentationOffload: offload, onEvent: onEvent)
+        var logger = configuration.logger
+        let core = EndpointCore(machine: machine, eventLoop: eventLoop, segmentationOffload: offload, logger: logger, onEvent: onEvent)
         let channel = try await Self.openSocket(at: address, for: core, configuration: configuration)
         guard let local = channel.localAddress else {
             try? await channel.close()
@@ -75,6 +76,8 @@ public final class TransportEndpoint: Sendable {
         try await eventLoop.submit {
             core.attach(channel) { try await Self.openSocket(at: local, for: core, configuration: configuration) }
         }.get()
+        logger[metadataKey: "endpoint"] = "\(local)"
+        logger.debug("bound", metadata: ["address": "\(local)"])
         return TransportEndpoint(localAddress: local, core: core)
     }
 

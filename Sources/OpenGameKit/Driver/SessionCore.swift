@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import GameKitDiscovery
 import GameKitTransport
@@ -18,6 +19,8 @@ final class SessionCore: @unchecked Sendable {
     let identity: SessionMachine.Identity
     let serviceType: ServiceType
     let configuration: GKSession.Configuration
+    /// The configuration's logger, with this session's name and peer ID as metadata.
+    let logger: Logger
     private let password: String?
     private let slot = TransportSlot()
     let lock = NIOLock()
@@ -50,6 +53,9 @@ final class SessionCore: @unchecked Sendable {
 
     init(identity: SessionMachine.Identity, serviceType: ServiceType, password: String?, configuration: GKSession.Configuration, disconnectTimeout: TimeAmount) {
         self.identity = identity
+        var logger = configuration.logger
+        logger[metadataKey: "session"] = "\(identity.displayName) (\(identity.peerID))"
+        self.logger = logger
         self.serviceType = serviceType
         self.password = password
         self.configuration = configuration
@@ -96,6 +102,7 @@ final class SessionCore: @unchecked Sendable {
         self.syncDiscoveryLocked()
         let notifications = self.machine.takeNotifications()
         guard !notifications.isEmpty else { return }
+        self.logLocked(notifications)
         self.resumeConnectionWaitersLocked(after: notifications)
         // The display names as they are now, for the async sequences' elements.
         var names: [UInt32: String] = [:]
@@ -136,6 +143,10 @@ final class SessionCore: @unchecked Sendable {
             let endpoint = try await self.bindTransport()
             self.slot.install(endpoint)
             let discovery = try await SharedDiscovery.shared.acquire(interfaces: self.configuration.interfaceNames)
+            self.logger.debug("started", metadata: [
+                "transport": "\(endpoint.localAddress)", "service": "\(self.serviceType)",
+                "interfaces": "\(self.configuration.interfaceNames.map { $0.joined(separator: ",") } ?? "all usable")",
+            ])
             let closed = self.lock.withLock { () -> Bool in
                 guard self.phase == .starting else { return true }
                 self.phase = .running
@@ -157,12 +168,15 @@ final class SessionCore: @unchecked Sendable {
             }
             try? self.perform { machine in machine.discoveryFailed() }
             self.lock.withLock { if self.phase == .starting { self.phase = .idle } }
-            return GKSessionError(.cannotEnableError)
+            self.logger.warning("could not start", metadata: ["error": "\(error.localizedDescription)"])
+            return GKSessionError(.cannotEnableError, "The session could not start: \(error.localizedDescription)", underlying: error)
         }
     }
 
     private func bindTransport() async throws -> TransportEndpoint {
         var transport = TransportConfiguration(password: self.password)
+        transport.logger = self.logger
+        transport.logger[metadataKey: "layer"] = "transport"
         transport.disconnectTimeout = self.lock.withLock { self.disconnectTimeout }
         // Room for the session's own header (type byte, relay destinations) on top of the
         // largest application data.
@@ -270,6 +284,14 @@ final class SessionCore: @unchecked Sendable {
         let dualStack = self.slot.current?.localAddress.protocol == .inet6
         let addresses = instance.addresses.sorted { $0.preference < $1.preference }
             .compactMap { $0.socketAddress(port: instance.port, dualStack: dualStack) }
+        switch event {
+        case .found, .updated:
+            self.logger.debug("peer seen", metadata: [
+                "peer": "\(advertisement.displayName) (\(peerID))", "addresses": "\(addresses)", "busy": "\(advertisement.isBusy)",
+            ])
+        case .lost:
+            self.logger.debug("peer's advertisement gone", metadata: ["peer": "\(advertisement.displayName) (\(peerID))"])
+        }
         try? self.perform { machine throws(GKSessionError) in
             guard generation == self.browserGeneration else { return }
             switch event {

@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 
 extension GKSession {
@@ -19,6 +20,13 @@ extension GKSession {
         /// `.stateConnected`; ``GKSession/route(toPeer:)`` tells which are reached through the
         /// server.
         public var relaysBetweenClients = false
+        /// Where the session logs (swift-log), under the label `opengamekit.session`: peers seen
+        /// and lost, connection attempts and their outcome, peer states, at debug; its transport
+        /// logs through it too (metadata `layer: transport`). What is kept is the handler's
+        /// choice (swift-log's default handler keeps info and above; the project's tools set it
+        /// from `OGK_LOG_LEVEL`). Discovery, shared by the process's sessions, logs under
+        /// `opengamekit.discovery`.
+        public var logger = Logger(label: "opengamekit.session")
 
         /// The defaults: every interface, any port, no relaying.
         public init(interfaceNames: [String]? = nil, bindAddress: String? = nil, port: Int = 0, relaysBetweenClients: Bool = false) {

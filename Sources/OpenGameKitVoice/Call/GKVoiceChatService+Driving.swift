@@ -79,7 +79,9 @@ extension GKVoiceChatService {
     }
 
     private func execute(_ actions: [VoiceCallMachine.Action], generation: Int) {
+        let logger = self.lock.withLock { self.state.configuration.logger }
         for action in actions {
+            logger.debug("call step", metadata: ["step": "\(action)"])
             switch action {
             case .gather:
                 self.gather(generation: generation)

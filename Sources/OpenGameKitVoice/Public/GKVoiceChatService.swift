@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 import GameKitTransport
 import GameKitVoiceEngine
@@ -37,6 +38,10 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
         public var interfaceNames: [String]?
         /// The audio devices.
         public var audio = VoiceAudioDevices.pulseAudio()
+        /// Where the service logs (swift-log), under the label `opengamekit.voice`: each step of
+        /// a call (signalling sent, invitations, set-up, start, stop and why) at debug; its media
+        /// connection's candidates and checks log under `opengamekit.realtime`.
+        public var logger = Logger(label: "opengamekit.voice")
         /// The voice engine (codec, echo canceller, jitter buffer).
         public var engine = VoiceEngine.Configuration()
         /// Seconds an invitation may go unanswered (32002 after).

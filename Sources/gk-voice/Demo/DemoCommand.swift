@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import OpenGameKit
 import OpenGameKitVoice
+import NetworkImpairment
 
 /// `gk-voice demo` (the default): the peer picker finds and connects a peer on the local
 /// network; a voice chat starts over that session; the screen shows "Connected to …", live
@@ -26,6 +27,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
+        ToolLogging.bootstrap()
         let service: GKVoiceChatService = GKVoiceChatService.default()
         service.configuration = try self.options.configuration()
         let session: GKSession = GKSession(

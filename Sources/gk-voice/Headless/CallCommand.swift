@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OpenGameKit
 import OpenGameKitVoice
+import NetworkImpairment
 
 /// `gk-voice call`: a voice chat without a screen, over a rendezvous server (for tests and the
 /// benchmark across NATs). Prints one JSON object per line: chat events, `first_audio` (ms from
@@ -24,19 +25,15 @@ struct CallCommand: ParsableCommand {
     @Option(help: "Seconds to run before hanging up and quitting.")
     var seconds: Double = 10
 
-    @Flag(help: "Log the media connection's candidates and checks to standard error.")
+    @Flag(help: "Log the call's steps and the media connection's candidates and checks to standard error (OGK_LOG_LEVEL=debug; with OGK_TRACE set, trace).")
     var verbose = false
 
     @OptionGroup var options: VoiceOptions
 
     func run() throws {
-        if self.verbose {
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = ProcessInfo.processInfo.environment["OGK_TRACE"] == nil ? .debug : .trace
-                return handler
-            }
-        }
+        var environment = ProcessInfo.processInfo.environment
+        if self.verbose { environment[ToolLogging.variable] = environment["OGK_TRACE"] == nil ? "debug" : "trace" }
+        ToolLogging.bootstrap(environment: environment)
         let configuration = try self.options.configuration()
         let (host, port) = try VoiceOptions.hostPort(self.rendezvous)
         let service = GKVoiceChatService(configuration: configuration)

@@ -1,0 +1,24 @@
+import Logging
+
+extension SessionCore {
+    /// Logs what the application is told: peer states, requests and failed attempts at debug,
+    /// the session's own failures at warning. Runs under the lock, before delivery.
+    func logLocked(_ notifications: [SessionNotification]) {
+        func who(_ peer: UInt32) -> String { "\(self.machine.displayName(of: peer) ?? "?") (\(peer))" }
+        for notification in notifications {
+            switch notification {
+            case .peerChanged(let peer, let state):
+                self.logger.debug("peer state", metadata: ["peer": "\(who(peer))", "state": "\(state)"])
+            case .connectionRequest(let peer):
+                self.logger.debug("connection request", metadata: ["peer": "\(who(peer))"])
+            case .connectionFailed(let peer, let code):
+                let error = GKSessionError.connectionFailure(code, peer: peer, name: self.machine.displayName(of: peer))
+                self.logger.debug("connection failed", metadata: ["peer": "\(who(peer))", "error": "\(error.localizedDescription)"])
+            case .failed(let code):
+                self.logger.warning("session failed", metadata: ["error": "\(GKSessionError(code).localizedDescription)"])
+            case .received(let data, let peer, let mode):
+                self.logger.trace("data", metadata: ["peer": "\(who(peer))", "bytes": "\(data.readableBytes)", "mode": "\(mode)"])
+            }
+        }
+    }
+}
