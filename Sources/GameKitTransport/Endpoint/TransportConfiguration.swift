@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import NIOCore
 
@@ -11,6 +12,14 @@ public struct TransportConfiguration: Sendable {
     /// refused handshakes and liveness verdicts at debug, data at trace. Its handler's level
     /// decides what is kept (swift-log's default handler keeps info and above).
     public var logger = Logger(label: "opengamekit.transport")
+    /// Where the endpoint's metrics go (swift-metrics; ``TransportMetrics`` lists them): nil for
+    /// the process's bootstrapped backend (`MetricsSystem.factory`, which does nothing until the
+    /// application bootstraps one).
+    public var metricsFactory: (any MetricsFactory)?
+    /// How often the metrics are sampled from the endpoint's counters; nil for never.
+    public var metricsInterval: TimeAmount? = .seconds(1)
+    /// Dimensions (labels) every metric of the endpoint carries, e.g. `[("role", "server")]`.
+    public var metricsDimensions: [(String, String)] = []
 
     /// The largest UDP payload this endpoint sends or accepts. 1200 bytes fits every IPv6 path
     /// (minimum MTU 1280) and nearly every IPv4 one; raise it only on networks you know.

@@ -24,6 +24,9 @@ final class EndpointCore: @unchecked Sendable {
 
     let eventLoop: EventLoop
     let logger: Logger
+    /// The metrics and the task that samples them (EndpointCore+Metrics.swift); event loop only.
+    var metrics: TransportMetrics?
+    var metricsTask: RepeatedTask?
     private let onEvent: @Sendable (TransportEvent) -> Void
     private let lock = NIOLock()
 
@@ -103,12 +106,25 @@ final class EndpointCore: @unchecked Sendable {
 
     /// The machine's counters with the socket's own.
     var statistics: EndpointStatistics {
+        self.lock.withLock { self.statisticsLocked }
+    }
+
+    /// The endpoint's counters and every open link's, taken together.
+    var figures: (EndpointStatistics, [(LinkID, LinkStatistics)]) {
         self.lock.withLock {
-            var statistics = self.machine.endpointStatistics
-            statistics.droppedUnroutable = self.unroutableDatagrams
-            statistics.socketsReopened = self.socketsReopened
-            return statistics
+            let links = self.machine.links.keys.sorted().compactMap { key in
+                self.machine.linkStatistics(LinkID(rawValue: key)).map { (LinkID(rawValue: key), $0) }
+            }
+            return (self.statisticsLocked, links)
         }
+    }
+
+    /// The endpoint's counters, under the lock.
+    private var statisticsLocked: EndpointStatistics {
+        var statistics = self.machine.endpointStatistics
+        statistics.droppedUnroutable = self.unroutableDatagrams
+        statistics.socketsReopened = self.socketsReopened
+        return statistics
     }
 
     /// Starts a handshake and waits for its outcome; cancelling the task cancels the handshake.
@@ -212,6 +228,7 @@ final class EndpointCore: @unchecked Sendable {
         let deadline = NIODeadline.now() + Self.shutdownFlushLimit
         self.eventLoop.execute { self.flushForShutdown(until: deadline, flushed) }
         try? await flushed.futureResult.get()
+        try? await self.eventLoop.submit { self.stopMetrics() }.get()
         try? await self.currentChannel()?.close()
         let (opens, spaces) = self.lock.withLock { () -> ([OpenWaiter], [SpaceWaiter]) in
             let opens = Array(self.openWaiters.values)

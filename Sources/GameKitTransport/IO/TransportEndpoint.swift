@@ -1,3 +1,4 @@
+import CoreMetrics
 import NIOCore
 import NIOPosix
 
@@ -75,6 +76,11 @@ public final class TransportEndpoint: Sendable {
         // A socket closed under the endpoint is bound again at the same address and port.
         try await eventLoop.submit {
             core.attach(channel) { try await Self.openSocket(at: local, for: core, configuration: configuration) }
+            if let interval = configuration.metricsInterval {
+                core.startMetrics(
+                    factory: configuration.metricsFactory ?? MetricsSystem.factory, interval: interval,
+                    dimensions: configuration.metricsDimensions)
+            }
         }.get()
         logger[metadataKey: "endpoint"] = "\(local)"
         logger.debug("bound", metadata: ["address": "\(local)"])

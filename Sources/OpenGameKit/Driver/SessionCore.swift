@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import Foundation
 import GameKitDiscovery
@@ -21,6 +22,8 @@ final class SessionCore: @unchecked Sendable {
     let configuration: GKSession.Configuration
     /// The configuration's logger, with this session's name and peer ID as metadata.
     let logger: Logger
+    /// `ogk_session_peers` for each state, set whenever a peer's state changes.
+    private let peerGauges: [(GKPeerConnectionState, Gauge)]
     private let password: String?
     private let slot = TransportSlot()
     let lock = NIOLock()
@@ -56,6 +59,10 @@ final class SessionCore: @unchecked Sendable {
         var logger = configuration.logger
         logger[metadataKey: "session"] = "\(identity.displayName) (\(identity.peerID))"
         self.logger = logger
+        let factory = configuration.metricsFactory ?? MetricsSystem.factory
+        self.peerGauges = GKPeerConnectionState.allCases.map { state in
+            (state, Gauge(label: "ogk_session_peers", dimensions: [("session", "\(identity.peerID)"), ("state", "\(state)")], factory: factory))
+        }
         self.serviceType = serviceType
         self.password = password
         self.configuration = configuration
@@ -103,6 +110,9 @@ final class SessionCore: @unchecked Sendable {
         let notifications = self.machine.takeNotifications()
         guard !notifications.isEmpty else { return }
         self.logLocked(notifications)
+        if notifications.contains(where: { if case .peerChanged = $0 { true } else { false } }) {
+            for (state, gauge) in self.peerGauges { gauge.record(self.machine.peers(in: state).count) }
+        }
         self.resumeConnectionWaitersLocked(after: notifications)
         // The display names as they are now, for the async sequences' elements.
         var names: [UInt32: String] = [:]
@@ -177,6 +187,8 @@ final class SessionCore: @unchecked Sendable {
         var transport = TransportConfiguration(password: self.password)
         transport.logger = self.logger
         transport.logger[metadataKey: "layer"] = "transport"
+        transport.metricsFactory = self.configuration.metricsFactory
+        transport.metricsDimensions = [("session", "\(self.identity.peerID)")]
         transport.disconnectTimeout = self.lock.withLock { self.disconnectTimeout }
         // Room for the session's own header (type byte, relay destinations) on top of the
         // largest application data.

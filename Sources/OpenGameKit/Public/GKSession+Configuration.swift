@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import Foundation
 
@@ -27,6 +28,10 @@ extension GKSession {
         /// from `OGK_LOG_LEVEL`). Discovery, shared by the process's sessions, logs under
         /// `opengamekit.discovery`.
         public var logger = Logger(label: "opengamekit.session")
+        /// Where the session's metrics go (swift-metrics): the gauge `ogk_session_peers` by
+        /// `state`, and its transport's (``TransportMetrics``), each with the dimension
+        /// `session` (the peer ID). Nil: the process's bootstrapped backend.
+        public var metricsFactory: (any MetricsFactory)?
 
         /// The defaults: every interface, any port, no relaying.
         public init(interfaceNames: [String]? = nil, bindAddress: String? = nil, port: Int = 0, relaysBetweenClients: Bool = false) {
