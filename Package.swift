@@ -223,6 +223,11 @@ let package = Package(
             path: "Tests/ReadmeExamples/AsyncServer"
         ),
         .executableTarget(
+            name: "gk-readme-voice",
+            dependencies: ["OpenGameKit", "OpenGameKitVoice"],
+            path: "Tests/ReadmeExamples/Voice"
+        ),
+        .executableTarget(
             name: "gk-readme-voice-engine",
             dependencies: ["GameKitVoiceEngine"],
             path: "Tests/ReadmeExamples/VoiceEngine"

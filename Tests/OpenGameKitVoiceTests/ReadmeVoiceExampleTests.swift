@@ -4,9 +4,8 @@ import NetworkImpairment
 import OpenGameKit
 import Testing
 
-/// The README's voice examples: the voice chat example (ReadmeVoiceExample.swift, compiled with
-/// the tests; ReadmeSnippetsTests checks the README shows it as compiled) and the voice engine
-/// example, run as a program.
+/// The README's voice examples, run as programs (ReadmeSnippetsTests checks the README shows
+/// them as built): the voice chat example on both sides of a call, and the voice engine.
 @Suite("README voice chat example")
 struct ReadmeVoiceExampleTests {
     /// The voice engine example (Tests/ReadmeExamples/VoiceEngine) as a program, against a
@@ -24,11 +23,24 @@ struct ReadmeVoiceExampleTests {
         #expect(levels.count == 2 && levels.allSatisfy { $0 <= 0 }, "\(result.lines)")
     }
 
-    /// The example's client as a service sees it: its participant ID is the session's peer ID
-    /// (no socket is opened: the session is never made available).
-    @Test func theExampleClientNamesItsSessionsPeer() {
-        let session: GKSession = GKSession(sessionID: "readme-voice", displayName: "Alice", sessionMode: .peer)
-        let client = VoiceClient(session: session)
-        #expect(client.participantID() == session.peerID)
+    /// The voice chat example (Tests/ReadmeExamples/Voice) on both sides, as two processes of
+    /// a session: one connects and calls, the other accepts and answers; both talk, through a
+    /// private PulseAudio server's default devices.
+    @Test func theVoiceChatExampleTalksBothWays() async throws {
+        let server = try PrivatePulseAudioServer(nullSinks: ["speaker"])
+        defer { server.stop() }
+        let result = try await SandboxScript.run("""
+            export PULSE_SERVER=\(server.address)
+            d=$(mktemp -d)
+            id=readme-voice-$RANDOM
+            timeout 60 stdbuf -oL gk-readme-voice $id Ann answer > $d/ann 2>&1 & A=$!
+            timeout 60 stdbuf -oL gk-readme-voice $id Bob call > $d/bob 2>&1 & B=$!
+            \(SandboxScript.awaitText("Talking with", in: "$d/ann"))
+            \(SandboxScript.awaitText("Talking with", in: "$d/bob"))
+            kill $A $B; wait $A $B 2>/dev/null
+            sed 's/^/A /' $d/ann; sed 's/^/B /' $d/bob; rm -rf $d
+            """, timeout: 90)
+        #expect(result.lines(tagged: "A") == ["Talking with Bob"], "\(result.lines)")
+        #expect(result.lines(tagged: "B") == ["Talking with Ann"], "\(result.lines)")
     }
 }

@@ -169,6 +169,40 @@ struct ServiceTests {
         #expect("\(GKVoiceChatServiceError.remoteParticipantBusyError)" == "GKVoiceChatServiceRemoteParticipantBusyError (32008)")
     }
 
+    /// The README's placeholder servers on a network with no default route (the sandbox has
+    /// none): sends to them fail with ENETUNREACH, which used to close the media socket and end
+    /// the call although the host candidates reach each other. Now they are not sent at all.
+    @Test("STUN and TURN servers with no route to them do not stop a call on a direct path")
+    func unreachableServersDoNotStopTheCall() throws {
+        let (alice, bob, aliceClient, bobClient) = Self.pair(configure: {
+            $0.stunServers = [.init(host: "192.0.2.10")]
+            $0.turnServers = [.init(host: "192.0.2.10", username: "me", password: "secret")]
+        })
+        try alice.startVoiceChat(withParticipantID: "bob")
+        #expect(aliceClient.wait(for: "didStart") == "didStart bob", "alice heard \(aliceClient.events)")
+        #expect(bobClient.wait(for: "didStart") == "didStart alice", "bob heard \(bobClient.events)")
+        alice.stopVoiceChat(withParticipantID: "bob")
+        #expect(bobClient.wait(for: "didStop") != nil)
+        withExtendedLifetime((alice, bob)) {}
+    }
+
+    /// An invitation that arrives before the callee has set its client is held and answered
+    /// once the client is set (it used to be dropped, and the call failed).
+    @Test("Signalling that arrives before the client is set is delivered when it is")
+    func signallingWaitsForTheClient() throws {
+        let (alice, bob, aliceClient, bobClient) = Self.pair()
+        bob.client = nil
+        try alice.startVoiceChat(withParticipantID: "bob")
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(!aliceClient.events.contains { $0.hasPrefix("did") })
+        bob.client = bobClient
+        #expect(aliceClient.wait(for: "didStart") == "didStart bob", "alice heard \(aliceClient.events)")
+        #expect(bobClient.wait(for: "didStart") == "didStart alice", "bob heard \(bobClient.events)")
+        alice.stopVoiceChat(withParticipantID: "bob")
+        #expect(bobClient.wait(for: "didStop") != nil)
+        withExtendedLifetime((alice, bob)) {}
+    }
+
     @Test("Audio devices that cannot open end the chat with 32005")
     func audioUnavailable() throws {
         let (alice, bob, aliceClient, bobClient) = Self.pair(configure: {

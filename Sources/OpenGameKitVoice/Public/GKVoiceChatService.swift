@@ -88,7 +88,15 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
     struct Callbacks {
         weak var client: (any GKVoiceChatClient)?
         var queue = DispatchQueue.main
+        /// Signalling that arrived while no client was set, delivered when one is.
+        var held: [(data: Data, participant: String, at: NIODeadline)] = []
     }
+
+    /// Signalling held while no client is set, at most (older messages make room).
+    static let heldSignalLimit = 32
+    /// How long held signalling stays deliverable: an invitation older than this has been
+    /// given up by its caller.
+    static let heldSignalLifetime = TimeAmount.seconds(10)
 
     /// A service of its own (several can run in one process, e.g. in tests).
     public init(configuration: Configuration = Configuration()) {
@@ -104,10 +112,23 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
 
     // MARK: - Properties
 
-    /// The application's client (held weakly).
+    /// The application's client (held weakly). Signalling that arrived before it was set (an
+    /// invitation sent while this side was still making its client) is delivered now, if it
+    /// is less than ``heldSignalLifetime`` old.
     open var client: (any GKVoiceChatClient)! {
         get { self.callbacks.withLockedValue { $0.client } }
-        set { self.callbacks.withLockedValue { $0.client = newValue } }
+        set {
+            let held = self.callbacks.withLockedValue { callbacks -> [(data: Data, participant: String, at: NIODeadline)] in
+                callbacks.client = newValue
+                guard newValue != nil else { return [] }
+                defer { callbacks.held = [] }
+                return callbacks.held
+            }
+            let now = NIODeadline.now()
+            for signal in held where now - signal.at < Self.heldSignalLifetime {
+                self.receivedData(signal.data, fromParticipantID: signal.participant)
+            }
+        }
     }
 
     /// Where the client is called: the main queue unless changed (a Swift-only addition).
@@ -227,6 +248,16 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
     /// service's are ignored, or end a pending invitation with 32010.
     open func receivedData(_ arbitraryData: Data!, fromParticipantID participantID: String!) {
         guard let arbitraryData, let participantID else { return }
+        let unheard = self.callbacks.withLockedValue { callbacks -> Bool in
+            guard callbacks.client == nil else { return false }
+            if callbacks.held.count >= Self.heldSignalLimit { callbacks.held.removeFirst() }
+            callbacks.held.append((arbitraryData, participantID, .now()))
+            return true
+        }
+        if unheard {
+            self.configuration.logger.debug("signalling held until a client is set", metadata: ["from": "\(participantID)"])
+            return
+        }
         let local = self.client?.participantID() ?? ""
         let callID = UInt32.random(in: 1...UInt32.max)
         self.perform { machine, now in machine.receive(Array(arbitraryData), from: participantID, localParticipant: local, callID: callID, now: now) }

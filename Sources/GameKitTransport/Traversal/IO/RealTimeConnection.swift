@@ -105,6 +105,10 @@ public final class RealTimeConnection: @unchecked Sendable {
     private var timer: Scheduled<Void>?
     private var clientSend: (@Sendable ([UInt8]) -> Void)?
     private var closed = false
+    /// Destinations with no route are not handed to the socket, which NIO would close on
+    /// `ENETUNREACH` (a STUN or TURN server on a network with no default route), ending the
+    /// call although a direct path exists: the transport's check (``RouteCheck``).
+    private var routes = RouteCheck()
     private let logger = Logger(label: "opengamekit.realtime")
     private var lastSummary = ""
 
@@ -339,7 +343,13 @@ public final class RealTimeConnection: @unchecked Sendable {
     }
 
     private func write(_ datagram: RealTimeMachine.Datagram) {
-        let envelope = AddressedEnvelope(remoteAddress: datagram.to.socketAddress, data: ByteBuffer(bytes: datagram.bytes))
+        self.eventLoop.preconditionInEventLoop()
+        let address = datagram.to.socketAddress
+        guard self.routes.isRoutable(address, now: .now()) else {
+            self.logger.debug("no route: not sent", metadata: ["to": "\(datagram.to)"])
+            return
+        }
+        let envelope = AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: datagram.bytes))
         let logger = self.logger
         self.channel.writeAndFlush(envelope).whenFailure { error in
             logger.debug("send failed", metadata: ["to": "\(datagram.to)", "error": "\(error)"])
