@@ -278,7 +278,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GameKitVoiceEngineTests",
-            dependencies: ["GameKitVoiceEngine", "VoiceTestSupport"]
+            dependencies: ["GameKitVoiceEngine", "VoiceTestSupport", "NetworkImpairment"]
         ),
         .testTarget(
             name: "OpenGameKitVoiceTests",

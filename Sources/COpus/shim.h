@@ -1,6 +1,9 @@
 // libopus for Swift. Opus configures its encoder and decoder with variadic macros
 // (opus_encoder_ctl(st, OPUS_SET_BITRATE(x))), which Swift cannot call; these inline functions
 // are the typed calls GameKitVoiceEngine needs.
+#if !__has_include(<opus/opus.h>)
+#error "libopus's headers are missing: install Debian's libopus-dev (sudo apt-get install libopus-dev libspeexdsp-dev libwebrtc-audio-processing-dev libpulse-dev installs everything voice needs)"
+#endif
 #include <opus/opus.h>
 
 static inline int ogk_opus_set_bitrate(OpusEncoder *e, opus_int32 v) { return opus_encoder_ctl(e, OPUS_SET_BITRATE(v)); }

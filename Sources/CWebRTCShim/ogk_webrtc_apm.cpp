@@ -1,5 +1,8 @@
 #include "ogk_webrtc_apm.h"
 
+#if !__has_include(<webrtc/modules/audio_processing/include/audio_processing.h>)
+#error "webrtc-audio-processing's headers are missing: install Debian's libwebrtc-audio-processing-dev (sudo apt-get install libopus-dev libspeexdsp-dev libwebrtc-audio-processing-dev libpulse-dev installs everything voice needs)"
+#endif
 #include <webrtc/modules/audio_processing/include/audio_processing.h>
 #include <webrtc/modules/interface/module_common_types.h>
 
