@@ -12,7 +12,9 @@ public struct TransportConfiguration: Sendable {
     /// refused handshakes and liveness verdicts at debug, data at trace. Its handler's level
     /// decides what is kept (swift-log's default handler keeps info and above).
     public var logger = Logger(label: "opengamekit.transport")
-    /// Where the endpoint's metrics go (swift-metrics; ``TransportMetrics`` lists them): nil for
+    /// Where the endpoint's metrics go (swift-metrics: datagrams, links, handshake failures,
+    /// losses, retransmitted, queued and in-flight bytes, round-trip times, all named
+    /// `ogk_transport_…`; the README's Metrics section lists them): nil for
     /// the process's bootstrapped backend (`MetricsSystem.factory`, which does nothing until the
     /// application bootstraps one).
     public var metricsFactory: (any MetricsFactory)?

@@ -61,8 +61,10 @@ extension GKSession {
     /// attempt too). Returns at once if the peer is already connected, and joins an attempt of
     /// ours already under way.
     ///
-    /// - Parameter timeout: seconds to wait for the peer's answer; nil (or 0, as in Game Kit)
-    ///   waits as long as the peer is there.
+    /// - Parameters:
+    ///   - peerID: an available peer, as `peers(with: .stateAvailable)` lists it.
+    ///   - timeout: seconds to wait for the peer's answer; nil (or 0, as in Game Kit) waits as
+    ///     long as the peer is there.
     /// - Throws: the attempt's ``GKSessionError``: declined, timed out, peer not found, or in
     ///   progress (the peer asked first: answer its request instead);
     ///   ``GKSessionError/Code/connectionFailedError`` when it ended otherwise;

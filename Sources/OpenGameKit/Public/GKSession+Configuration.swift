@@ -29,7 +29,7 @@ extension GKSession {
         /// `opengamekit.discovery`.
         public var logger = Logger(label: "opengamekit.session")
         /// Where the session's metrics go (swift-metrics): the gauge `ogk_session_peers` by
-        /// `state`, and its transport's (``TransportMetrics``), each with the dimension
+        /// `state`, and its transport's (the README's Metrics section lists them), each with the dimension
         /// `session` (the peer ID). Nil: the process's bootstrapped backend.
         public var metricsFactory: (any MetricsFactory)?
 

@@ -93,10 +93,10 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
     }
 
     /// Signalling held while no client is set, at most (older messages make room).
-    static let heldSignalLimit = 32
+    public static let heldSignalLimit = 32
     /// How long held signalling stays deliverable: an invitation older than this has been
     /// given up by its caller.
-    static let heldSignalLifetime = TimeAmount.seconds(10)
+    public static let heldSignalLifetime = TimeAmount.seconds(10)
 
     /// A service of its own (several can run in one process, e.g. in tests).
     public init(configuration: Configuration = Configuration()) {
