@@ -73,6 +73,36 @@ struct LoggingTests {
         await client.session.close()
     }
 
+    /// A program whose delegate queue never runs (here: suspended; usually a main queue nobody
+    /// runs) is told so once, at warning, instead of silently connecting nothing.
+    @Test func aDelegateQueueThatNeverRunsIsReported() async throws {
+        try NetworkSandbox.requireIsolation()
+        let captured = Captured()
+        let id = SessionLoopbackTests.uniqueID()
+        var configuration = GKSession.Configuration()
+        configuration.logger = captured.logger("test.session")
+        let server = SessionRecorder(GKSession(sessionID: id, displayName: "Server", sessionMode: .server))
+        let stuck = DispatchQueue(label: "never runs")
+        stuck.suspend()
+        let client: GKSession = GKSession(sessionID: id, displayName: "Client", sessionMode: .client, configuration: configuration)
+        let delegate = SessionRecorder(client)  // sets its own queue: set the stuck one after
+        client.delegateQueue = stuck
+        server.session.isAvailable = true
+        client.isAvailable = true
+        var warnings: [String] = []
+        for _ in 0..<300 where warnings.isEmpty {  // at most 15 s; the warning comes after 5
+            try await Task.sleep(nanoseconds: 50_000_000)
+            warnings = captured.messages(at: .warning)
+        }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.hasPrefix("The delegate queue has not run for 5 s") == true)
+        stuck.resume()
+        await client.close()
+        await server.session.close()
+        #expect(captured.messages(at: .warning).count == 1)  // once
+        withExtendedLifetime(delegate) {}
+    }
+
     @Test func theToolsLevelComesFromTheEnvironment() throws {
         #expect(try ToolLogging.level(in: [:]).get() == .warning)
         #expect(try ToolLogging.level(in: ["OGK_LOG_LEVEL": "debug"]).get() == .debug)

@@ -22,6 +22,8 @@ final class SessionCore: @unchecked Sendable {
     let configuration: GKSession.Configuration
     /// The configuration's logger, with this session's name and peer ID as metadata.
     let logger: Logger
+    /// Warns once when the delegate queue does not run (a main queue nobody runs).
+    let deliveryWatch: DeliveryWatch
     /// `ogk_session_peers` for each state, set whenever a peer's state changes.
     private let peerGauges: [(GKPeerConnectionState, Gauge)]
     private let password: String?
@@ -59,6 +61,11 @@ final class SessionCore: @unchecked Sendable {
         var logger = configuration.logger
         logger[metadataKey: "session"] = "\(identity.displayName) (\(identity.peerID))"
         self.logger = logger
+        let warningLogger = logger
+        self.deliveryWatch = DeliveryWatch {
+            warningLogger.warning(
+                "The delegate queue has not run for \(Int(DeliveryWatch.limit)) s: delegate calls, connection requests and received data are waiting. Run the main queue (RunLoop.main.run(), dispatchMain() or an async main), or set delegateQueue.")
+        }
         let factory = configuration.metricsFactory ?? MetricsSystem.factory
         self.peerGauges = GKPeerConnectionState.allCases.map { state in
             (state, Gauge(label: "ogk_session_peers", dimensions: [("session", "\(identity.peerID)"), ("state", "\(state)")], factory: factory))

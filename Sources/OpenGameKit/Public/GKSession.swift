@@ -430,8 +430,13 @@ open class GKSession: NSObject, @unchecked Sendable {
 
     private func deliver(_ notifications: [SessionNotification], names: [UInt32: String]) {
         self.subscribers.withLockedValue { $0.yield(notifications, names: names) }
-        let queue = self.callbacks.withLockedValue { $0.queue }
+        // Only a program that set a delegate or a data handler waits for this queue: one that
+        // reads the async sequences alone is not told its queue does not run.
+        let (queue, listening) = self.callbacks.withLockedValue { ($0.queue, $0.delegate != nil || $0.handler != nil || $0.closure != nil) }
+        let watch = self.core.deliveryWatch
+        if listening { watch.queued() }
         queue.async { [weak self] in
+            if listening { watch.delivered() }
             self?.dispatch(notifications)
         }
     }
