@@ -19,6 +19,13 @@ struct LoggingTests {
             Logger(label: label) { _ in Handler(store: self) }
         }
 
+        /// A session configuration that logs here.
+        var sessionConfiguration: GKSession.Configuration {
+            var configuration = GKSession.Configuration()
+            configuration.logger = self.logger("test.session")
+            return configuration
+        }
+
         func messages(at level: Logger.Level, where metadata: (Logger.Metadata) -> Bool = { _ in true }) -> [String] {
             self.events.withLockedValue { $0 }.filter { $0.level == level && metadata($0.metadata) }.map(\.message)
         }
@@ -45,8 +52,7 @@ struct LoggingTests {
         try NetworkSandbox.requireIsolation()
         let captured = Captured()
         let id = SessionLoopbackTests.uniqueID()
-        var configuration = GKSession.Configuration()
-        configuration.logger = captured.logger("test.session")
+        let configuration = captured.sessionConfiguration
         let server = SessionRecorder(GKSession(sessionID: id, displayName: "Server", sessionMode: .server, configuration: configuration))
         let client = SessionRecorder(GKSession(sessionID: id, displayName: "Client", sessionMode: .client, configuration: configuration))
         server.session.isAvailable = true
@@ -79,8 +85,7 @@ struct LoggingTests {
         try NetworkSandbox.requireIsolation()
         let captured = Captured()
         let id = SessionLoopbackTests.uniqueID()
-        var configuration = GKSession.Configuration()
-        configuration.logger = captured.logger("test.session")
+        let configuration = captured.sessionConfiguration
         let server = SessionRecorder(GKSession(sessionID: id, displayName: "Server", sessionMode: .server))
         let stuck = DispatchQueue(label: "never runs")
         stuck.suspend()

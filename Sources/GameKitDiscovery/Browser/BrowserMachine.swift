@@ -170,7 +170,7 @@ struct BrowserMachine: Sendable {
         case .ptr:
             return self.browses.keys.contains { $0.domainName == record.name }
         case .srv, .txt:
-            return self.browses.keys.contains { record.name.parent == $0.domainName }
+            return self.browses.keys.contains { record.name.isChild(of: $0.domainName) }
         case .a, .aaaa:
             return self.cache.srvTargets.contains(record.name)
         default:
@@ -297,9 +297,9 @@ struct BrowserMachine: Sendable {
             var names: [DNSName] = []
             var seen: Set<DNSName> = []
             for entry in self.cache.live(name: type.domainName, type: .ptr, now: now) {
-                if case .ptr(let target) = entry.record.data, target.parent == type.domainName, seen.insert(target).inserted { names.append(target) }
+                if case .ptr(let target) = entry.record.data, target.isChild(of: type.domainName), seen.insert(target).inserted { names.append(target) }
             }
-            var unresolved = self.resolving.keys.reduce(0) { $0 + ($1.parent == type.domainName ? 1 : 0) }
+            var unresolved = self.resolving.keys.reduce(0) { $0 + ($1.isChild(of: type.domainName) ? 1 : 0) }
             for name in names {
                 present.insert(name)
                 guard let instance = self.resolveInstance(name, type: type, now: now) else {

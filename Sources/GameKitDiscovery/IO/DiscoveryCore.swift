@@ -250,9 +250,7 @@ final class DiscoveryCore: @unchecked Sendable {
             self.logger.trace("undecodable datagram", metadata: ["from": "\(source)", "bytes": "\(bytes.readableBytes)"])
             return
         }
-        if self.logger.logLevel <= .trace {
-            self.logger.trace("received", metadata: ["from": "\(source)", "interface": "\(interfaceIndex)", "message": "\(message.logSummary)"])
-        }
+        self.logger.trace("received", metadata: ["from": "\(source)", "interface": "\(interfaceIndex)", "message": "\(message.logSummary)"])
         let proceed = self.lock.withLock { () -> Bool in
             guard !self.isShutDown else { return false }
             self.machine.receive(IncomingMessage(message: message, interfaceIndex: interfaceIndex, source: source), now: .now())
@@ -317,9 +315,7 @@ final class DiscoveryCore: @unchecked Sendable {
         var futures: [EventLoopFuture<Void>] = []
         for item in outgoing {
             let bytes = item.message.encoded()
-            if self.logger.logLevel <= .trace {
-                self.logger.trace("sending", metadata: ["to": "\(item.destination)", "interface": "\(item.interfaceIndex)", "message": "\(item.message.logSummary)"])
-            }
+            self.logger.trace("sending", metadata: ["to": "\(item.destination)", "interface": "\(item.interfaceIndex)", "message": "\(item.message.logSummary)"])
             switch item.destination {
             case .multicast:
                 for family in [MulticastSocket.Family.ipv4, .ipv6] {

@@ -101,6 +101,12 @@ public struct DNSName: Sendable, CustomStringConvertible {
         self.labels.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
+    /// Whether this name is `domain` with one label in front (an instance of a service type),
+    /// compared without case; no name is made (``parent`` makes one, and hashes it).
+    public func isChild(of domain: DNSName) -> Bool {
+        self.labels.count == domain.labels.count + 1 && self.isSubdomain(of: domain)
+    }
+
     /// Whether this name ends with all the labels of `suffix`, compared without case.
     public func isSubdomain(of suffix: DNSName) -> Bool {
         guard suffix.labels.count <= self.labels.count else { return false }

@@ -3,8 +3,8 @@ import Logging
 extension SessionCore {
     /// Logs what the application is told: peer states, requests and failed attempts at debug,
     /// the session's own failures at warning. Runs under the lock, before delivery.
-    func logLocked(_ notifications: [SessionNotification]) {
-        func who(_ peer: UInt32) -> String { "\(self.machine.displayName(of: peer) ?? "?") (\(peer))" }
+    func logLocked(_ notifications: [SessionNotification], _ context: DeliveryContext) {
+        func who(_ peer: UInt32) -> String { "\(context.names[peer] ?? self.machine.displayName(of: peer) ?? "?") (\(peer))" }
         for notification in notifications {
             switch notification {
             case .peerChanged(let peer, let state):
@@ -12,7 +12,7 @@ extension SessionCore {
             case .connectionRequest(let peer):
                 self.logger.debug("connection request", metadata: ["peer": "\(who(peer))"])
             case .connectionFailed(let peer, let code):
-                let error = GKSessionError.connectionFailure(code, peer: peer, name: self.machine.displayName(of: peer))
+                let error = context.failures[peer] ?? GKSessionError(code)
                 self.logger.debug("connection failed", metadata: ["peer": "\(who(peer))", "error": "\(error.localizedDescription)"])
             case .failed(let code):
                 self.logger.warning("session failed", metadata: ["error": "\(GKSessionError(code).localizedDescription)"])

@@ -72,6 +72,8 @@ extension SessionCore {
                             self.waiters[id] = Waiter(links: [], peers: peers, continuation: continuation)
                         }
                     } catch {
+                        // What the step did before it threw is passed on now, not at the next cycle.
+                        self.flushLocked()
                         continuation.resume(returning: .failed(error))
                     }
                 }
@@ -95,22 +97,12 @@ extension SessionCore {
     }
 
     /// Wakes the calls waiting for a connection that these notifications settle: a failed
-    /// attempt fails them with its reason (wherever in the batch the failure is: the peer's
+    /// attempt fails them with its error (wherever in the batch the failure is: the peer's
     /// state change may come first); any other change of the peer's state makes them look again.
-    func resumeConnectionWaitersLocked(after notifications: [SessionNotification]) {
-        for case .connectionFailed(let peer, let code) in notifications {
-            self.lastFailures[peer] = .connectionFailure(code, peer: peer, name: self.machine.displayName(of: peer))
-        }
+    func resumeConnectionWaitersLocked(after notifications: [SessionNotification], failures: [UInt32: GKSessionError]) {
         guard self.waiters.values.contains(where: { !$0.peers.isEmpty }) else { return }
-        var failures: [UInt32: GKSessionError] = [:]
         var changed: Set<UInt32> = []
-        for notification in notifications {
-            switch notification {
-            case .connectionFailed(let peer, _): failures[peer] = failures[peer] ?? self.lastFailures[peer]
-            case .peerChanged(let peer, _): changed.insert(peer)
-            default: continue
-            }
-        }
+        for case .peerChanged(let peer, _) in notifications { changed.insert(peer) }
         for (key, waiter) in self.waiters where !waiter.peers.isEmpty {
             if let failure = waiter.peers.lazy.compactMap({ failures[$0] }).first {
                 self.waiters[key] = nil

@@ -32,7 +32,7 @@ final class SessionCore: @unchecked Sendable {
 
     // MARK: Guarded by `lock`
     var machine: SessionMachine
-    private var deliver: (@Sendable ([SessionNotification], [UInt32: String]) -> Void)?
+    private var deliver: (@Sendable ([SessionNotification], DeliveryContext) -> Void)?
     private(set) var phase = Phase.idle
     private var startTask: Task<GKSessionError?, Never>?
     private var disconnectTimeout: TimeAmount
@@ -51,6 +51,12 @@ final class SessionCore: @unchecked Sendable {
     /// Each peer's last failed connection attempt, for a wait that wakes after it (the reason
     /// is thrown rather than a bare "connection failed"); cleared when an awaited attempt starts.
     var lastFailures: [UInt32: GKSessionError] = [:]
+
+    /// What the notifications of one batch need besides themselves.
+    struct DeliveryContext: Sendable {
+        var names: [UInt32: String] = [:]
+        var failures: [UInt32: GKSessionError] = [:]
+    }
 
     enum Phase {
         case idle, starting, running, closed
@@ -77,7 +83,7 @@ final class SessionCore: @unchecked Sendable {
         self.machine = SessionMachine(identity: identity, links: self.slot)
     }
 
-    func setDeliver(_ deliver: @escaping @Sendable ([SessionNotification], [UInt32: String]) -> Void) {
+    func setDeliver(_ deliver: @escaping @Sendable ([SessionNotification], DeliveryContext) -> Void) {
         self.lock.withLock { self.deliver = deliver }
     }
 
@@ -116,22 +122,33 @@ final class SessionCore: @unchecked Sendable {
         self.syncDiscoveryLocked()
         let notifications = self.machine.takeNotifications()
         guard !notifications.isEmpty else { return }
-        self.logLocked(notifications)
-        if notifications.contains(where: { if case .peerChanged = $0 { true } else { false } }) {
-            for (state, gauge) in self.peerGauges { gauge.record(self.machine.peers(in: state).count) }
-        }
-        self.resumeConnectionWaitersLocked(after: notifications)
-        // The display names as they are now, for the async sequences' elements.
-        var names: [UInt32: String] = [:]
+        // The display names as they are now, and each failed attempt as an error that says so
+        // (made once: the log, the waits, the sequences and the delegate all use it).
+        var context = DeliveryContext()
+        var stateChanged = false
         for notification in notifications {
             switch notification {
-            case .peerChanged(let peer, _), .connectionRequest(let peer), .connectionFailed(let peer, _):
-                names[peer] = self.machine.displayName(of: peer)
+            case .peerChanged(let peer, _):
+                stateChanged = true
+                context.names[peer] = self.machine.displayName(of: peer)
+            case .connectionRequest(let peer):
+                context.names[peer] = self.machine.displayName(of: peer)
+            case .connectionFailed(let peer, let code):
+                let name = self.machine.displayName(of: peer)
+                context.names[peer] = name
+                context.failures[peer] = .connectionFailure(code, peer: peer, name: name)
+                self.lastFailures[peer] = context.failures[peer]
             default:
                 break
             }
         }
-        self.deliver?(notifications, names)
+        self.logLocked(notifications, context)
+        if stateChanged {
+            let counts = self.machine.peerCounts
+            for (state, gauge) in self.peerGauges { gauge.record(counts[state] ?? 0) }
+        }
+        self.resumeConnectionWaitersLocked(after: notifications, failures: context.failures)
+        self.deliver?(notifications, context)
     }
 
     // MARK: - Starting and stopping

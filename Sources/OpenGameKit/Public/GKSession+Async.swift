@@ -76,17 +76,13 @@ extension GKSession {
         let seconds = timeout.flatMap { $0 > 0 && $0.isFinite ? min($0, 86_400) : nil }
         let limit: TimeAmount = seconds.map { .nanoseconds(Int64($0 * 1e9)) } ?? .hours(24 * 365)
         do {
-            // Start the attempt once (a failure at once, e.g. an unknown peer, is thrown here),
-            // then wait for it.
+            // Start the attempt once, then wait for it. A failure at once (an unknown peer) is
+            // the peer's last failure when the wait looks.
             let core = self.core
             try await core.waitFor { machine throws(GKSessionError) in
-                let before = machine.notifications.count
                 if machine.state(of: id) != .stateConnected, machine.opening([id]).isEmpty {
                     core.lastFailures[id] = nil
                     machine.connect(to: id, timeout: limit)
-                }
-                for case .connectionFailed(id, let code) in machine.notifications[before...] {
-                    throw GKSessionError.connectionFailure(code, peer: id, name: machine.displayName(of: id))
                 }
                 return .done
             }
@@ -150,7 +146,8 @@ struct Subscribers {
     var nextToken: UInt64 = 0
     var finished = false
 
-    mutating func yield(_ notifications: [SessionNotification], names: [UInt32: String]) {
+    mutating func yield(_ notifications: [SessionNotification], _ context: SessionCore.DeliveryContext) {
+        let names = context.names
         for notification in notifications {
             switch notification {
             case .peerChanged(let peer, let state) where !self.peerChanges.isEmpty:
@@ -160,7 +157,7 @@ struct Subscribers {
                 let request = GKSession.ConnectionRequest(peerID: String(peer), displayName: names[peer])
                 for continuation in self.connectionRequests.values { continuation.yield(request) }
             case .connectionFailed(let peer, let error) where !self.connectionFailures.isEmpty:
-                let failure = GKSessionError.connectionFailure(error, peer: peer, name: names[peer])
+                let failure = context.failures[peer] ?? GKSessionError(error)
                 for continuation in self.connectionFailures.values { continuation.yield(.init(peerID: String(peer), error: failure)) }
             case .received(let buffer, let peer, let mode) where !self.messages.isEmpty:
                 let message = GKSession.Message(data: Data(buffer.readableBytesView), peerID: String(peer), mode: mode == .reliable ? .reliable : .unreliable)

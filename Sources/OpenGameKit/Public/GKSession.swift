@@ -93,7 +93,7 @@ open class GKSession: NSObject, @unchecked Sendable {
     }
 
     private func connectDelivery() {
-        self.core.setDeliver { [weak self] notifications, names in self?.deliver(notifications, names: names) }
+        self.core.setDeliver { [weak self] notifications, context in self?.deliver(notifications, context) }
         let core = self.core
         LiveSessions.shared.add(core) { [weak self] in
             if let self { await self.close() } else { await core.shutdown() }
@@ -428,8 +428,8 @@ open class GKSession: NSObject, @unchecked Sendable {
 
     // MARK: - Delivery
 
-    private func deliver(_ notifications: [SessionNotification], names: [UInt32: String]) {
-        self.subscribers.withLockedValue { $0.yield(notifications, names: names) }
+    private func deliver(_ notifications: [SessionNotification], _ context: SessionCore.DeliveryContext) {
+        self.subscribers.withLockedValue { $0.yield(notifications, context) }
         // Only a program that set a delegate or a data handler waits for this queue: one that
         // reads the async sequences alone is not told its queue does not run.
         let (queue, listening) = self.callbacks.withLockedValue { ($0.queue, $0.delegate != nil || $0.handler != nil || $0.closure != nil) }
@@ -437,11 +437,11 @@ open class GKSession: NSObject, @unchecked Sendable {
         if listening { watch.queued() }
         queue.async { [weak self] in
             if listening { watch.delivered() }
-            self?.dispatch(notifications)
+            self?.dispatch(notifications, failures: context.failures)
         }
     }
 
-    private func dispatch(_ notifications: [SessionNotification]) {
+    private func dispatch(_ notifications: [SessionNotification], failures: [UInt32: GKSessionError]) {
         for notification in notifications {
             let callbacks = self.callbacks.withLockedValue { $0 }
             switch notification {
@@ -450,8 +450,7 @@ open class GKSession: NSObject, @unchecked Sendable {
             case .connectionRequest(let peer):
                 callbacks.delegate?.session(self, didReceiveConnectionRequestFromPeer: String(peer))
             case .connectionFailed(let peer, let error):
-                let name = self.core.read { $0.displayName(of: peer) }
-                callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: GKSessionError.connectionFailure(error, peer: peer, name: name))
+                callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: failures[peer] ?? GKSessionError(error))
             case .failed(let error):
                 callbacks.delegate?.session(self, didFailWithError: GKSessionError(error))
             case .received(let buffer, let peer, _):

@@ -199,6 +199,15 @@ struct SessionMachine {
         self.peers[peerID]?.derivedState
     }
 
+    /// How many peers are in each state, in one pass.
+    var peerCounts: [GKPeerConnectionState: Int] {
+        var counts: [GKPeerConnectionState: Int] = [:]
+        for peer in self.peers.values {
+            if let state = peer.derivedState { counts[state, default: 0] += 1 }
+        }
+        return counts
+    }
+
     /// Which of `peerIDs` have a connection being opened (``SessionPeer/isOpening``).
     func opening(_ peerIDs: [UInt32]) -> Set<UInt32> {
         Set(peerIDs.filter { self.peers[$0]?.isOpening == true })
