@@ -229,6 +229,11 @@ let package = Package(
             path: "Tests/ReadmeExamples/Voice"
         ),
         .executableTarget(
+            name: "gk-readme-voice-async",
+            dependencies: ["OpenGameKit", "OpenGameKitVoice"],
+            path: "Tests/ReadmeExamples/VoiceAsync"
+        ),
+        .executableTarget(
             name: "gk-readme-voice-engine",
             dependencies: ["GameKitVoiceEngine"],
             path: "Tests/ReadmeExamples/VoiceEngine"

@@ -57,20 +57,27 @@ struct CallHarness {
                 self.clientPathUsed[side] += 1
             case .startMedia:
                 if self.audioFails[side] {
-                    self.apply(self.machines[side].setUpFailed(.audioUnavailableError), side: side)
+                    self.apply(self.machines[side].setUpFailed(.audioUnavailableError, reason: "no device"), side: side)
                 } else {
                     self.apply(self.machines[side].mediaStarted(), side: side)
                 }
             case .didStart(let participant):
                 self.events[side].append("didStart \(participant)")
-            case .didNotStart(let participant, let error):
-                self.events[side].append("didNotStart \(participant) \(error.map { String($0.rawValue) } ?? "nil")")
-            case .didStop(let participant, let error):
-                self.events[side].append("didStop \(participant) \(error.map { String($0.rawValue) } ?? "nil")")
+            case .didNotStart(let participant, let error, let remote):
+                self.events[side].append("didNotStart \(participant) \(Self.describe(error, remote))")
+            case .didStop(let participant, let error, let remote):
+                self.events[side].append("didStop \(participant) \(Self.describe(error, remote))")
             case .tearDown:
                 self.tearDowns[side] += 1
             }
         }
+    }
+
+    /// "32011", "nil", or "32002 (32005: no device)" when the other side said why it failed.
+    static func describe(_ error: GKVoiceChatServiceError.Code?, _ remote: VoiceCallMachine.RemoteFailure?) -> String {
+        let code = error.map { String($0.rawValue) } ?? "nil"
+        guard let remote else { return code }
+        return "\(code) (\(remote.code.rawValue): \(remote.reason))"
     }
 
     mutating func completeGathering(_ side: Int) {

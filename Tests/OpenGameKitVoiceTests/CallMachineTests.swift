@@ -58,7 +58,7 @@ struct CallMachineTests {
         #expect(throws: GKVoiceChatServiceError(.invalidCallIDError)) { _ = try h.machines[1].accept(7, now: h.now) }
     }
 
-    @Test("Audio that cannot start: 32005 here, hang-up there; nobody hears didStart twice")
+    @Test("Audio that cannot start: 32005 here, the cause there; nobody hears didStart twice")
     func audioUnavailable() throws {
         var h = CallHarness()
         h.audioFails = [true, false]
@@ -68,7 +68,8 @@ struct CallMachineTests {
         h.apply(h.machines[0].connected(.direct, now: h.now), side: 0)
         h.flush()
         #expect(h.events[0] == ["didNotStart bob 32005"])
-        #expect(h.events[1] == ["invited alice", "didStart alice", "didStop alice 32003"])
+        #expect(h.events[1] == ["invited alice", "didStart alice", "didStop alice 32003 (32005: no device)"])
+        #expect(h.sent[0].map(\.kind) == [.invite, .failed, .hangUp])
     }
 
     @Test("Hang-up: the other side hears 32003")

@@ -43,4 +43,34 @@ struct ReadmeVoiceExampleTests {
         #expect(result.lines(tagged: "A") == ["Talking with Bob"], "\(result.lines)")
         #expect(result.lines(tagged: "B") == ["Talking with Ann"], "\(result.lines)")
     }
+
+    /// The async voice chat example (Tests/ReadmeExamples/VoiceAsync) on both sides: the caller
+    /// connects and calls with `startVoiceChat(with:)`, the other answers from `voice.events`;
+    /// when the caller is killed, the other's chat ends (no more voice: 32001) and it exits by
+    /// itself.
+    @Test func theAsyncVoiceChatExampleTalksAndEndsWhenTheOtherSideDies() async throws {
+        let server = try PrivatePulseAudioServer(nullSinks: ["speaker"])
+        defer { server.stop() }
+        let result = try await SandboxScript.run("""
+            export PULSE_SERVER=\(server.address)
+            d=$(mktemp -d)
+            id=readme-walkie-$RANDOM
+            timeout 60 stdbuf -oL gk-readme-voice-async $id Ann answer > $d/ann 2>&1 & A=$!
+            timeout 60 stdbuf -oL gk-readme-voice-async $id Bob call > $d/bob 2>&1 & B=$!
+            \(SandboxScript.awaitText("Talking with", in: "$d/ann"))
+            \(SandboxScript.awaitText("Talking with", in: "$d/bob"))
+            # timeout passes SIGTERM on to the program, which has no handler for it: it dies
+            # without hanging up.
+            kill -TERM $B; wait $B 2>/dev/null
+            wait $A; echo "S $?"
+            sed 's/^/A /' $d/ann; sed 's/^/B /' $d/bob; rm -rf $d
+            """, timeout: 90)
+        #expect(result.lines(tagged: "B") == ["Talking with Ann"], "\(result.lines)")
+        let ann = result.lines(tagged: "A")
+        #expect(ann.count == 2 && ann.first == "Talking with Bob", "\(result.lines)")
+        // Bob's participant ID is his session's peer ID.
+        #expect(ann.last?.hasPrefix("Call ended: The voice chat with ") == true, "\(result.lines)")
+        #expect(ann.last?.hasSuffix(" ended: Voice from the other participant stopped arriving.") == true, "\(result.lines)")
+        #expect(result.lines(tagged: "S") == ["0"], "\(result.lines)")
+    }
 }

@@ -12,6 +12,9 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
     let id: String
     let realTime: Bool
     weak var other: GKVoiceChatService?
+    /// Invitations are recorded ("invited alice 1234") and left for the test to answer, instead
+    /// of accepted at once.
+    var decides = false
     private let log = NIOLockedValueBox<[String]>([])
     private let changed = DispatchSemaphore(value: 0)
     /// The errors didNotStart and didStop brought, in order.
@@ -49,6 +52,14 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, send data: Data, toParticipantID participantID: String) {
         self.other?.receivedData(data, fromParticipantID: self.id)
+    }
+
+    func voiceChatService(_ voiceChatService: GKVoiceChatService, didReceiveInvitationFromParticipantID participantID: String, callID: Int) {
+        guard self.decides else {
+            try? voiceChatService.acceptCallID(callID)
+            return
+        }
+        self.record("invited \(participantID) \(callID)")
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didStartWithParticipantID participantID: String) {
@@ -203,7 +214,7 @@ struct ServiceTests {
         withExtendedLifetime((alice, bob)) {}
     }
 
-    @Test("Audio devices that cannot open end the chat with 32005")
+    @Test("Audio devices that cannot open end the chat with 32005, and the other side hears why")
     func audioUnavailable() throws {
         let (alice, bob, aliceClient, bobClient) = Self.pair(configure: {
             $0.audio = .files(input: "/nonexistent/input.wav", output: "/nonexistent/output.wav")
@@ -222,5 +233,13 @@ struct ServiceTests {
             return
         }
         #expect((error as NSError).userInfo[NSUnderlyingErrorKey] != nil)
+        // Bob hears alice's own account, not a hang-up: 32002 before his start, 32003 after it.
+        let heard = try #require(bobClient.errors.withLockedValue { $0.first } as? GKVoiceChatServiceError)
+        let started = bobClient.events.contains("didStart alice")
+        #expect(heard.code == (started ? .remoteParticipantHangupError : .unableToConnectError), "\(bobClient.events)")
+        let sentence = started ? "alice ended the voice chat after a failure on its side: " : "alice could not set the voice chat up: "
+        #expect(heard.localizedDescription.hasPrefix(sentence + "The audio devices could not be opened (WAV file /nonexistent/input.wav"), "\(heard.localizedDescription)")
+        let cause = try #require(heard.underlyingError as? GKVoiceChatServiceError)
+        #expect(cause.code == .audioUnavailableError && cause.localizedDescription.hasPrefix("The audio devices could not be opened"))
     }
 }

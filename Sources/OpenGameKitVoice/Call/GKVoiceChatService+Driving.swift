@@ -11,8 +11,8 @@ extension GKVoiceChatService {
     struct State {
         var configuration: GKVoiceChatService.Configuration
         var machine: VoiceCallMachine
-        /// Bumped whenever a chat's resources are torn down: late results of older chats are
-        /// recognised by it and dropped.
+        /// Bumped, under the lock, in the step that ends a chat: late results of older chats are
+        /// recognised by it and dropped, and the next chat never runs under an ended one's number.
         var generation = 0
         var connection: RealTimeConnection?
         var keyExchange: RealTimeKeyExchange?
@@ -23,9 +23,11 @@ extension GKVoiceChatService {
         var inputMetering = false
         var outputMetering = false
         var clientLacksRealTime = false
-        /// The cause of a set-up failure this side found (a device that would not open, …),
-        /// given to the client with the code the machine reports for it.
-        var setUpFailure: GKVoiceChatServiceError?
+        /// The cause of a set-up failure this side found (a device that would not open, …) in
+        /// the chat of `generation`, given to the client with the code the machine reports for it.
+        var setUpFailure: (generation: Int, error: GKVoiceChatServiceError)?
+        /// The async face's subscribers and waiting calls.
+        var waiting = AsyncWaiting()
 
         init(configuration: GKVoiceChatService.Configuration) {
             self.configuration = configuration
@@ -41,17 +43,22 @@ extension GKVoiceChatService {
         var playback: AudioPlaybackDevice
     }
 
-    /// Runs one machine step under the lock, then its actions.
-    func perform<E: Error>(_ step: (inout VoiceCallMachine, NIODeadline) throws(E) -> [VoiceCallMachine.Action]) throws(E) {
-        try self.run(onlyIn: nil, step)
+    /// Runs one machine step under the lock, then its actions. `then`, if given, runs under the
+    /// lock right after a step that did not throw, before the step's outcomes are published.
+    func perform<E: Error>(
+        _ step: (inout VoiceCallMachine, NIODeadline) throws(E) -> [VoiceCallMachine.Action], then: ((inout State) -> Void)? = nil
+    ) throws(E) {
+        try self.run(onlyIn: nil, step, then: then)
     }
 
-    /// As ``perform(_:)``, but only while the chat of `generation` is the current one.
+    /// As ``perform(_:then:)``, but only while the chat of `generation` is the current one.
     func perform(ifCurrent generation: Int, _ step: (inout VoiceCallMachine, NIODeadline) -> [VoiceCallMachine.Action]) {
-        self.run(onlyIn: generation, step)
+        self.run(onlyIn: generation, step, then: nil)
     }
 
-    private func run<E: Error>(onlyIn expected: Int?, _ step: (inout VoiceCallMachine, NIODeadline) throws(E) -> [VoiceCallMachine.Action]) throws(E) {
+    private func run<E: Error>(
+        onlyIn expected: Int?, _ step: (inout VoiceCallMachine, NIODeadline) throws(E) -> [VoiceCallMachine.Action], then: ((inout State) -> Void)?
+    ) throws(E) {
         self.lock.lock()
         let generation = self.state.generation
         guard expected == nil || expected == generation else { return self.lock.unlock() }
@@ -62,9 +69,45 @@ extension GKVoiceChatService {
             self.lock.unlock()
             throw error
         }
+        then?(&self.state)
+        // Outcomes are worded, published and handed to waiting calls in the machine's order.
+        var errors: [GKVoiceChatServiceError?] = []
+        var resumptions: [() -> Void] = []
+        for action in actions {
+            let error = self.outcomeErrorLocked(action, generation: generation)
+            errors.append(error)
+            resumptions += self.state.waiting.publishLocked(action, error: error, generation: generation)
+        }
+        var released: Released?
+        if actions.contains(.tearDown) {
+            released = Released(connection: self.state.connection, media: self.state.media)
+            self.state.connection = nil
+            self.state.keyExchange = nil
+            self.state.media = nil
+            self.state.setUpFailure = nil
+            self.state.generation += 1
+        }
         self.rescheduleTimer()
         self.lock.unlock()
-        self.execute(actions, generation: generation)
+        for resume in resumptions { resume() }
+        self.execute(actions, errors: errors, released: released, generation: generation)
+    }
+
+    /// What an ended chat held, taken under the lock in the step that ended it.
+    struct Released {
+        var connection: RealTimeConnection?
+        var media: Media?
+    }
+
+    /// Records, under the lock, why this side could not set up the chat of `generation`, for the
+    /// client's `didNotStart` and for the other side (a failed message).
+    func recordSetUpFailure(_ failure: GKVoiceChatServiceError, generation: Int) {
+        self.lock.withLock {
+            guard self.state.generation == generation else { return }
+            self.state.setUpFailure = (generation, failure)
+        }
+        self.configuration.logger.debug("voice chat set-up failed", metadata: ["reason": "\(failure.localizedDescription)"])
+        self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(failure.code, reason: failure.localizedDescription) }
     }
 
     /// Under the lock.
@@ -78,9 +121,9 @@ extension GKVoiceChatService {
         }
     }
 
-    private func execute(_ actions: [VoiceCallMachine.Action], generation: Int) {
+    private func execute(_ actions: [VoiceCallMachine.Action], errors: [GKVoiceChatServiceError?], released: Released?, generation: Int) {
         let logger = self.lock.withLock { self.state.configuration.logger }
-        for action in actions {
+        for (action, error) in zip(actions, errors) {
             logger.debug("call step", metadata: ["step": "\(action)"])
             switch action {
             case .gather:
@@ -109,27 +152,44 @@ extension GKVoiceChatService {
                 }
             case .didStart(let participant):
                 self.withClient { client in client.voiceChatService(self, didStartWithParticipantID: participant) }
-            case .didNotStart(let participant, let error):
-                let detailed = self.detailed(error)
-                self.withClient { client in client.voiceChatService(self, didNotStartWithParticipantID: participant, error: detailed) }
-            case .didStop(let participant, let error):
-                let detailed = self.detailed(error)
-                self.withClient { client in client.voiceChatService(self, didStopWithParticipantID: participant, error: detailed) }
+            case .didNotStart(let participant, _, _):
+                self.withClient { client in client.voiceChatService(self, didNotStartWithParticipantID: participant, error: error) }
+            case .didStop(let participant, _, _):
+                self.withClient { client in client.voiceChatService(self, didStopWithParticipantID: participant, error: error) }
             case .tearDown:
-                self.tearDown()
+                released.map(self.tearDown)
             }
         }
     }
 
-    /// The error for the client: the cause this side recorded when it has that code, else the
-    /// code alone.
-    private func detailed(_ code: GKVoiceChatServiceError.Code?) -> GKVoiceChatServiceError? {
-        guard let code else { return nil }
-        let recorded = self.lock.withLock { () -> GKVoiceChatServiceError? in
-            defer { self.state.setUpFailure = nil }
-            return self.state.setUpFailure
+    /// Under the lock: the error an outcome gives the client, in words: the other side's
+    /// account when it sent one, the cause this side recorded for this chat when it has that
+    /// code, else the code's meaning with the participant named.
+    private func outcomeErrorLocked(_ action: VoiceCallMachine.Action, generation: Int) -> GKVoiceChatServiceError? {
+        let participant: String
+        let code: GKVoiceChatServiceError.Code
+        let remote: VoiceCallMachine.RemoteFailure?
+        let started: Bool
+        switch action {
+        case .didNotStart(let who, let what?, let why):
+            (participant, code, remote, started) = (who, what, why, false)
+        case .didStop(let who, let what?, let why):
+            (participant, code, remote, started) = (who, what, why, true)
+        default:
+            return nil
         }
-        return recorded.flatMap { $0.code == code ? $0 : nil } ?? GKVoiceChatServiceError(code)
+        if let remote {
+            let cause = GKVoiceChatServiceError(remote.code, remote.reason)
+            let sentence = started
+                ? "\(participant) ended the voice chat after a failure on its side: \(remote.reason)"
+                : "\(participant) could not set the voice chat up: \(remote.reason)"
+            return GKVoiceChatServiceError(code, sentence, underlying: cause)
+        }
+        if let recorded = self.state.setUpFailure, recorded.generation == generation, recorded.error.code == code {
+            return recorded.error
+        }
+        let opening = started ? "The voice chat with \(participant) ended" : "The voice chat with \(participant) did not start"
+        return GKVoiceChatServiceError(code, "\(opening): \(code.explanation)")
     }
 
     // MARK: - Media connection
@@ -156,19 +216,25 @@ extension GKVoiceChatService {
                 connection.onNewCandidates { [weak self] more in
                     self?.perform(ifCurrent: generation) { machine, _ in machine.moreCandidates(more) }
                 }
-            case .failure:
+            case .failure(let error):
                 opening.whenSuccess { $0.close() }
-                self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(.networkConfigurationError) }
+                self.recordSetUpFailure(
+                    GKVoiceChatServiceError(.networkConfigurationError, "The media socket could not be opened (\(configuration.bindAddress)): \(error.localizedDescription)", underlying: error),
+                    generation: generation)
             }
         }
     }
 
     private func connect(callID: UInt32, remoteKey: [UInt8], remoteCandidates: [ICECandidate], initiator: Bool, generation: Int) {
         let (connection, exchange) = self.lock.withLock { (self.state.connection, self.state.keyExchange) }
-        guard let connection, let exchange,
-            let keys = try? exchange.keys(remotePublicKey: remoteKey, isInitiator: initiator, context: callID.bigEndianBytes)
-        else {
-            self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(.remoteParticipantResponseInvalidError) }
+        guard let connection, let exchange else { return }
+        let keys: RealTimeKeys
+        do {
+            keys = try exchange.keys(remotePublicKey: remoteKey, isInitiator: initiator, context: callID.bigEndianBytes)
+        } catch {
+            self.recordSetUpFailure(
+                GKVoiceChatServiceError(.remoteParticipantResponseInvalidError, "The other participant's key share was refused: \(error.localizedDescription)", underlying: error),
+                generation: generation)
             return
         }
         connection.connect(keys: keys, remoteCandidates: remoteCandidates) { [weak self] event in
@@ -234,10 +300,9 @@ extension GKVoiceChatService {
         do {
             devices = try configuration.audio.open()
         } catch {
-            let failure = GKVoiceChatServiceError(
-                .audioUnavailableError, "The audio devices could not be opened (\(configuration.audio.summary)): \(error.localizedDescription)", underlying: error)
-            self.lock.withLock { self.state.setUpFailure = failure }
-            self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(.audioUnavailableError) }
+            self.recordSetUpFailure(
+                GKVoiceChatServiceError(.audioUnavailableError, "The audio devices could not be opened (\(configuration.audio.summary)): \(error.localizedDescription)", underlying: error),
+                generation: generation)
             return false
         }
         let engine: VoiceEngine
@@ -246,9 +311,8 @@ extension GKVoiceChatService {
         } catch {
             devices.0.close()
             devices.1.close()
-            let failure = GKVoiceChatServiceError(.internalError, "The voice engine could not start: \(error.localizedDescription)", underlying: error)
-            self.lock.withLock { self.state.setUpFailure = failure }
-            self.perform(ifCurrent: generation) { machine, _ in machine.setUpFailed(.internalError) }
+            self.recordSetUpFailure(
+                GKVoiceChatServiceError(.internalError, "The voice engine could not start: \(error.localizedDescription)", underlying: error), generation: generation)
             return false
         }
         engine.isMicrophoneMuted = muted
@@ -268,18 +332,10 @@ extension GKVoiceChatService {
         return true
     }
 
-    private func tearDown() {
-        let (connection, media) = self.lock.withLock {
-            self.state.generation += 1
-            defer {
-                self.state.connection = nil
-                self.state.keyExchange = nil
-                self.state.media = nil
-            }
-            return (self.state.connection, self.state.media)
-        }
-        connection?.close()
-        if let media {
+    /// Closes what an ended chat held (taken from the state in the step that ended it).
+    private func tearDown(_ released: Released) {
+        released.connection?.close()
+        if let media = released.media {
             media.loop.stop()
             // The loop may be blocked in a device read: closing the devices ends it.
             DispatchQueue.global().async {

@@ -53,6 +53,26 @@ struct VoiceCallMachine: Sendable {
         }
     }
 
+    /// The other side's own account of why it could not go on (a failed message): its error
+    /// code and its reason, with control characters replaced.
+    struct RemoteFailure: Equatable, Sendable {
+        var code: GKVoiceChatServiceError.Code
+        var reason: String
+
+        init(code: GKVoiceChatServiceError.Code, reason: String) {
+            self.code = code
+            self.reason = reason
+        }
+
+        init(_ message: SignalMessage) {
+            self.code = GKVoiceChatServiceError.Code(rawValue: Int(message.failureCode)) ?? .internalError
+            let text = String(decoding: message.reason, as: UTF8.self)
+            self.reason = String(String.UnicodeScalarView(text.unicodeScalars.map {
+                $0.properties.generalCategory == .control ? "\u{FFFD}" : $0
+            }))
+        }
+    }
+
     enum Action: Equatable, Sendable {
         /// Prepare this side's media connection: gather candidates, make a key share, then call
         /// ``gathered(candidates:keyShare:now:)``.
@@ -72,8 +92,11 @@ struct VoiceCallMachine: Sendable {
         /// Media flows: start the audio, then call ``mediaStarted()``.
         case startMedia(RealTimePath)
         case didStart(String)
-        case didNotStart(String, GKVoiceChatServiceError.Code?)
-        case didStop(String, GKVoiceChatServiceError.Code?)
+        /// The chat with the participant could not be set up, for the code's reason; `remote`
+        /// when the other side said why it failed.
+        case didNotStart(String, GKVoiceChatServiceError.Code?, remote: RemoteFailure? = nil)
+        /// The chat ended: no code when this side stopped it.
+        case didStop(String, GKVoiceChatServiceError.Code?, remote: RemoteFailure? = nil)
         /// Close the media connection and stop the audio.
         case tearDown
     }
@@ -264,9 +287,13 @@ struct VoiceCallMachine: Sendable {
     }
 
     /// This side could not set the chat up (no socket, an invalid key share, no audio device):
-    /// the other side hears no-path (before the chat started) or hang-up.
-    mutating func setUpFailed(_ error: GKVoiceChatServiceError.Code) -> [Action] {
+    /// the other side hears why (a failed message with `reason`), then, for a receiver that
+    /// predates failed messages, what it would have heard before: cancel, deny, no path or hang-up.
+    mutating func setUpFailed(_ error: GKVoiceChatServiceError.Code, reason: String) -> [Action] {
         guard let call = self.call else { return [] }
+        if call.phase != .preparing {
+            self.actions.append(.send(.failed(call.callID, code: error.rawValue, reason: reason), to: call.participant))
+        }
         switch call.phase {
         case .preparing: break
         case .inviting: self.actions.append(.send(.bare(.cancel, call.callID), to: call.participant))
@@ -374,6 +401,14 @@ struct VoiceCallMachine: Sendable {
         case (.deny, .inviting): self.fail(.remoteParticipantDeclinedInviteError)
         case (.busy, .inviting): self.fail(.remoteParticipantBusyError)
         case (.unsupportedVersion, .inviting): self.fail(.unsupportedRemoteVersionError)
+        case (.failed, _):
+            let remote = RemoteFailure(message)
+            if call.started {
+                self.actions.append(.didStop(call.participant, .remoteParticipantHangupError, remote: remote))
+            } else {
+                self.actions.append(.didNotStart(call.participant, .unableToConnectError, remote: remote))
+            }
+            self.end()
         case (.cancel, _), (.hangUp, _), (.noPath, _):
             let error: GKVoiceChatServiceError.Code
             switch message.kind {

@@ -2,8 +2,8 @@ import GameKitTransport
 
 /// One call-signalling message (PROTOCOL §17.1), carried opaquely by the client's
 /// `voiceChatService(_:send:toParticipantID:)`: an 8-byte header (magic "GK", version, kind,
-/// call ID) and, for invite and accept, the sender's X25519 key share and candidates. Every
-/// message fits in ``maximumSize`` bytes.
+/// call ID) and, for invite and accept, the sender's X25519 key share and candidates; for failed,
+/// the sender's error code and its reason in words. Every message fits in ``maximumSize`` bytes.
 struct SignalMessage: Equatable, Sendable {
     static let magic: [UInt8] = [0x47, 0x4B]
     /// The version this implementation speaks.
@@ -12,6 +12,8 @@ struct SignalMessage: Equatable, Sendable {
     static let maximumSize = 512
     /// Invite and accept carry at most this many candidates (the best ones).
     static let maximumCandidates = 16
+    /// A failed message's reason holds at most this many bytes of UTF-8.
+    static let maximumReasonLength = 200
 
     enum Kind: UInt8, Sendable, CaseIterable {
         case invite = 1, accept = 2, deny = 3, busy = 4, cancel = 5, hangUp = 6
@@ -22,6 +24,10 @@ struct SignalMessage: Equatable, Sendable {
         case noPath = 8
         /// More of the sender's candidates, learnt after its invite or accept (trickle).
         case candidates = 9
+        /// The sender could not set the chat up or keep it going, and says why: its error code
+        /// and a sentence. Always followed by the message a version-1 receiver that predates this
+        /// kind understands (deny, cancel, no path or hang-up).
+        case failed = 10
     }
 
     var kind: Kind
@@ -29,6 +35,10 @@ struct SignalMessage: Equatable, Sendable {
     var keyShare: [UInt8] = []
     var candidates: [ICECandidate] = []
     var supportedVersion: UInt8 = SignalMessage.version
+    /// A failed message's error code (a `GKVoiceChatServiceError` code, 32000…).
+    var failureCode: UInt16 = 0
+    /// A failed message's reason, valid UTF-8.
+    var reason: [UInt8] = []
 
     static func invite(_ callID: UInt32, keyShare: [UInt8], candidates: [ICECandidate]) -> SignalMessage {
         SignalMessage(kind: .invite, callID: callID, keyShare: keyShare, candidates: candidates)
@@ -44,6 +54,17 @@ struct SignalMessage: Equatable, Sendable {
         SignalMessage(kind: .candidates, callID: callID, candidates: candidates)
     }
 
+    /// A failed message; `reason` is cut, at a character boundary, to ``maximumReasonLength`` bytes.
+    static func failed(_ callID: UInt32, code: Int, reason: String) -> SignalMessage {
+        var kept: [UInt8] = []
+        for character in reason {
+            let bytes = Array(character.utf8)
+            guard kept.count + bytes.count <= Self.maximumReasonLength else { break }
+            kept += bytes
+        }
+        return SignalMessage(kind: .failed, callID: callID, failureCode: UInt16(clamping: code), reason: kept)
+    }
+
     func encoded() -> [UInt8] {
         var out = Self.magic + [Self.version, self.kind.rawValue]
         out.append(contentsOf: self.callID.bigEndianBytes)
@@ -55,6 +76,9 @@ struct SignalMessage: Equatable, Sendable {
             for candidate in chosen { candidate.encode(into: &out) }
         case .unsupportedVersion:
             out.append(self.supportedVersion)
+        case .failed:
+            out += [UInt8(self.failureCode >> 8), UInt8(self.failureCode & 0xFF), UInt8(self.reason.count)]
+            out += self.reason
         case .deny, .busy, .cancel, .hangUp, .noPath:
             break
         }
@@ -88,6 +112,15 @@ struct SignalMessage: Equatable, Sendable {
             guard bytes.count > offset else { throw .malformed(callID: callID) }
             message.supportedVersion = bytes[offset]
             offset += 1
+        case .failed:
+            guard bytes.count >= offset + 3 else { throw .malformed(callID: callID) }
+            message.failureCode = UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+            let length = Int(bytes[offset + 2])
+            offset += 3
+            guard length <= Self.maximumReasonLength, bytes.count >= offset + length else { throw .malformed(callID: callID) }
+            message.reason = Array(bytes[offset..<(offset + length)])
+            guard String(validating: message.reason, as: UTF8.self) != nil else { throw .malformed(callID: callID) }
+            offset += length
         case .deny, .busy, .cancel, .hangUp, .noPath:
             break
         }
