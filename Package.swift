@@ -19,6 +19,13 @@ let package = Package(
         .executable(name: "gk-chat", targets: ["gk-chat"]),
         .executable(name: "gk-voice", targets: ["gk-voice"]),
     ],
+    traits: [
+        .trait(
+            name: "PulseAudio",
+            description: "PulseAudio devices for voice (libpulse). Without it, voice uses WAV files or the application's own devices, and libpulse is not linked."
+        ),
+        .default(enabledTraits: ["PulseAudio"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -94,7 +101,10 @@ let package = Package(
         // MARK: - Voice engine and the system libraries it needs (OpenGameKitVoice only)
         .target(
             name: "GameKitVoiceEngine",
-            dependencies: ["COpus", "CSpeexDSP", "CPulse", "CWebRTCShim"]
+            dependencies: [
+                "COpus", "CSpeexDSP", "CWebRTCShim",
+                .target(name: "CPulse", condition: .when(traits: ["PulseAudio"])),
+            ]
         ),
         // The C libraries' headers are in the compiler's default search path on Debian (the
         // module maps include <opus/opus.h>, <speex/…>, <pulse/…>), so no pkg-config is needed.

@@ -22,7 +22,7 @@ struct VoiceDemoTests {
         #expect(aliceLevels.last.map { $0 < -55 } == true, "\(aliceLevels)")
         #expect(alice.contains { $0.contains("you muted") })
         #expect(bob.contains { $0.contains("volume 90%") })
-        #expect(bob.contains { $0.contains("Voice chat ended: GKVoiceChatServiceRemoteParticipantHangupError (32003)") })
+        #expect(bob.contains { $0.contains("Voice chat ended: The voice chat with ") && $0.contains(" ended: The other participant ended the chat. (32003)") }, "\(bob)")
         #expect(bob.contains("picker: list: 1) Alice"))
     }
 }

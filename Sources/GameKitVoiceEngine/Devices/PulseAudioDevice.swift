@@ -1,11 +1,18 @@
+#if PulseAudio
 import CPulse
 import Foundation
 
 /// A PulseAudio stream (PipeWire's pulse server serves the same API) through libpulse-simple:
 /// mono 16-bit 16 kHz, with buffers of about `bufferMilliseconds`.
+///
+/// Built with the package's `PulseAudio` trait (on by default). Without it the type is still
+/// there, ``isAvailable`` is false and opening a stream throws (see PulseAudioDevice+Absent).
 public final class PulseAudioDevice: AudioCaptureDevice, AudioPlaybackDevice, @unchecked Sendable {
     /// Which way the stream goes.
     public enum Direction: Sendable { case capture, playback }
+
+    /// Whether this build has PulseAudio (the package's `PulseAudio` trait): true.
+    public static let isAvailable = true
 
     private let lock = NSLock()
     /// Held for the length of every call into the stream, so that `close` never frees it under
@@ -90,3 +97,4 @@ public final class PulseAudioDevice: AudioCaptureDevice, AudioPlaybackDevice, @u
 
     deinit { close() }
 }
+#endif

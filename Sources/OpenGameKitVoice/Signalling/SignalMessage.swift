@@ -12,8 +12,8 @@ struct SignalMessage: Equatable, Sendable {
     static let maximumSize = 512
     /// Invite and accept carry at most this many candidates (the best ones).
     static let maximumCandidates = 16
-    /// A failed message's reason holds at most this many bytes of UTF-8.
-    static let maximumReasonLength = 200
+    /// A failed message's reason holds at most this many bytes of UTF-8 (its length is one byte).
+    static let maximumReasonLength = 255
 
     enum Kind: UInt8, Sendable, CaseIterable {
         case invite = 1, accept = 2, deny = 3, busy = 4, cancel = 5, hangUp = 6

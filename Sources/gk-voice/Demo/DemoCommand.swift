@@ -124,7 +124,7 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         } catch GKVoiceChatServiceError.methodCurrentlyInvalidError where self.service.currentParticipantID == peerID {
             // The peer's invitation came first and was accepted: that is this call.
         } catch {
-            self.chatEvent("Voice chat did not start: \(error)")
+            self.chatEvent("Voice chat did not start: \(SessionVoiceClient.describe(error))")
         }
         let refresh = DispatchSource.makeTimerSource(queue: .main)
         refresh.schedule(deadline: .now() + 0.1, repeating: 0.1)

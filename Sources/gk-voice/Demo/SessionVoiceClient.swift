@@ -49,10 +49,17 @@ final class SessionVoiceClient: GKVoiceChatClient, @unchecked Sendable {
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didNotStartWithParticipantID participantID: String, error: Error?) {
-        self.report("Voice chat did not start: \(error.map { "\($0)" } ?? "?")")
+        self.report("Voice chat did not start: \(Self.describe(error))")
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didStopWithParticipantID participantID: String, error: Error?) {
-        self.report(error.map { "Voice chat ended: \($0)" } ?? "Hung up")
+        self.report(error.map { "Voice chat ended: \(Self.describe($0))" } ?? "Hung up")
+    }
+
+    /// What failed and why, in words, with Game Kit's code: "… declined the invitation. (32011)".
+    static func describe(_ error: (any Error)?) -> String {
+        guard let error else { return "no reason given" }
+        guard let voice = error as? GKVoiceChatServiceError else { return error.localizedDescription }
+        return "\(voice.localizedDescription) (\(voice.code.rawValue))"
     }
 }

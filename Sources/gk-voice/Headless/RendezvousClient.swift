@@ -83,11 +83,13 @@ final class RendezvousClient: GKVoiceChatClient, @unchecked Sendable {
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didNotStartWithParticipantID participantID: String, error: Error?) {
-        self.onEvent?(["event": "not_started", "peer": participantID, "error": (error as? GKVoiceChatServiceError)?.code.rawValue ?? 0])
+        self.onEvent?(["event": "not_started", "peer": participantID, "error": (error as? GKVoiceChatServiceError)?.code.rawValue ?? 0,
+                       "reason": error?.localizedDescription ?? ""])
     }
 
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didStopWithParticipantID participantID: String, error: Error?) {
-        self.onEvent?(["event": "stopped", "peer": participantID, "error": (error as? GKVoiceChatServiceError)?.code.rawValue ?? 0])
+        self.onEvent?(["event": "stopped", "peer": participantID, "error": (error as? GKVoiceChatServiceError)?.code.rawValue ?? 0,
+                       "reason": error?.localizedDescription ?? ""])
     }
 }
 
