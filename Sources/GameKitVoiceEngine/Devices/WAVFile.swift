@@ -32,10 +32,10 @@ public enum WAVFile {
                 let rate = u32(body + 4)
                 let bits = u16(body + 14)
                 guard format == 1 || format == 0xFFFE, bits == 16 else {
-                    throw .wavFile("\(path): only 16-bit PCM is read (format \(format), \(bits) bits)")
+                    throw .wavFile("\(path) is not 16-bit PCM (format \(format), \(bits) bits; convert it: sox \(path) -r \(VoiceFormat.sampleRate) -c 1 -b 16 out.wav)")
                 }
                 guard rate == VoiceFormat.sampleRate else {
-                    throw .wavFile("\(path): \(rate) Hz; the engine runs at \(VoiceFormat.sampleRate) Hz")
+                    throw .wavFile("\(path) is at \(rate) Hz, but the engine runs at \(VoiceFormat.sampleRate) Hz (convert it: sox \(path) -r \(VoiceFormat.sampleRate) -c 1 -b 16 out.wav)")
                 }
                 guard (1...8).contains(channels) else { throw .wavFile("\(path): \(channels) channels") }
             } else if id == "data" {
