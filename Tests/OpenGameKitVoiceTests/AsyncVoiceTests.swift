@@ -5,8 +5,26 @@ import Testing
 
 /// The async face of GKVoiceChatService: calls that return once the chat runs, an event
 /// sequence, cancellation, and failures in words; two services over the namespace's loopback.
+///
+/// Every wait here is bounded and never blocks a thread: async calls resume on the cooperative
+/// pool, which has two threads on this machine, and in the voice pass the engine's CPU-bound
+/// tests and the blocking waits of the callback-style suites can hold both for tens of seconds
+/// (a 20 s bound was once reached that way, while a virtual-time test beside it took 28 s to get
+/// a thread). So the bounds are 60 s: they catch a call that never returns, not a slow one.
 @Suite("GKVoiceChatService's async face", .serialized)
 struct AsyncVoiceTests {
+    static let bound = 60.0
+
+    /// Waits (bounded) until `condition` holds.
+    static func eventually(_ condition: () -> Bool) async -> Bool {
+        await ServiceTests.eventually(Self.bound, condition)
+    }
+
+    /// The client's first event starting with `prefix` (bounded wait).
+    static func event(_ client: LoopbackClient, _ prefix: String) async -> String? {
+        await client.wait(for: prefix, seconds: Self.bound)
+    }
+
     /// An async call run in a task of its own, whose outcome is awaited for a bounded time, so
     /// that a call that never returns fails the test instead of hanging it.
     final class Pending<T: Sendable>: @unchecked Sendable {
@@ -25,7 +43,7 @@ struct AsyncVoiceTests {
         func cancel() { self.task?.cancel() }
 
         /// The call's outcome, or nil if it has not returned within `seconds`.
-        func outcome(within seconds: Double = 20) async -> Result<T, any Error>? {
+        func outcome(within seconds: Double = AsyncVoiceTests.bound) async -> Result<T, any Error>? {
             let end = Date().addingTimeInterval(seconds)
             while Date() < end {
                 if let result = self.lock.withLock({ self.result }) { return result }
@@ -35,7 +53,7 @@ struct AsyncVoiceTests {
         }
 
         /// The error the call threw (nil if it returned, or had not returned in time: recorded).
-        func error(within seconds: Double = 20) async -> (any Error)? {
+        func error(within seconds: Double = AsyncVoiceTests.bound) async -> (any Error)? {
             switch await self.outcome(within: seconds) {
             case .failure(let error)?: return error
             case .success?: Issue.record("the call returned"); return nil
@@ -44,7 +62,7 @@ struct AsyncVoiceTests {
         }
 
         /// Whether the call returned without throwing (else recorded).
-        func returned(within seconds: Double = 20) async -> Bool {
+        func returned(within seconds: Double = AsyncVoiceTests.bound) async -> Bool {
             switch await self.outcome(within: seconds) {
             case .success?: return true
             case .failure(let error)?: Issue.record("the call threw \(error)"); return false
@@ -72,7 +90,7 @@ struct AsyncVoiceTests {
         var events: [GKVoiceChatService.Event] { self.lock.withLock { self.seen } }
 
         /// Waits until an event matching `match` is seen, and returns it.
-        func wait(_ seconds: Double = 15, for match: (GKVoiceChatService.Event) -> Bool) async -> GKVoiceChatService.Event? {
+        func wait(_ seconds: Double = AsyncVoiceTests.bound, for match: (GKVoiceChatService.Event) -> Bool) async -> GKVoiceChatService.Event? {
             let end = Date().addingTimeInterval(seconds)
             while Date() < end {
                 if let event = self.events.first(where: match) { return event }
@@ -107,7 +125,7 @@ struct AsyncVoiceTests {
         #expect(error.code == .remoteParticipantHangupError && error.localizedDescription.contains("alice"))
         #expect(await aliceEvents.wait { $0 == .stopped(participantID: "bob", error: nil) } != nil)
         // The client heard the same chat.
-        #expect(bobClient.wait(for: "didStop") == "didStop alice 32003")
+        #expect(await Self.event(bobClient, "didStop") == "didStop alice 32003")
     }
 
     @Test func acceptWaitsForTheChatAndADeclineThrowsItsReasonInWords() async throws {
@@ -125,7 +143,7 @@ struct AsyncVoiceTests {
         await #expect(throws: GKVoiceChatServiceError(.methodCurrentlyInvalidError)) { try await bob.accept(callID: callID) }
         await #expect(throws: GKVoiceChatServiceError(.methodCurrentlyInvalidError)) { try await alice.startVoiceChat(with: "carol") }
         bob.stopVoiceChat(withParticipantID: "alice")
-        #expect(ServiceTests.eventually { alice.currentParticipantID == nil })
+        #expect(await Self.eventually { alice.currentParticipantID == nil })
 
         // A declined invitation throws 32011, naming who declined.
         let second = Pending { try await alice.startVoiceChat(with: "bob") }
@@ -144,11 +162,11 @@ struct AsyncVoiceTests {
         defer { withExtendedLifetime((bob, aliceClient, bobClient)) {} }
         bobClient.decides = true
         let task = Pending { try await alice.startVoiceChat(with: "bob") }
-        #expect(bobClient.wait(for: "invited alice") != nil)
+        #expect(await Self.event(bobClient, "invited alice") != nil)
         task.cancel()
         #expect(await task.error() is CancellationError)
         #expect(alice.currentParticipantID == nil)
-        #expect(bobClient.wait(for: "didNotStart") == "didNotStart alice 32009")
+        #expect(await Self.event(bobClient, "didNotStart") == "didNotStart alice 32009")
 
         // A task cancelled before the call sends no invitation at all.
         let early = Pending {
@@ -165,7 +183,7 @@ struct AsyncVoiceTests {
         defer { withExtendedLifetime((bob, aliceClient, bobClient)) {} }
         bobClient.decides = true
         let calling = Pending { try await alice.startVoiceChat(with: "bob") }
-        #expect(bobClient.wait(for: "invited alice") != nil)
+        #expect(await Self.event(bobClient, "invited alice") != nil)
         alice.stopVoiceChat(withParticipantID: "bob")
         #expect(await calling.error() is CancellationError)
     }

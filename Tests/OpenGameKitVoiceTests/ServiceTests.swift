@@ -16,7 +16,6 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
     /// of accepted at once.
     var decides = false
     private let log = NIOLockedValueBox<[String]>([])
-    private let changed = DispatchSemaphore(value: 0)
     /// The errors didNotStart and didStop brought, in order.
     let errors = NIOLockedValueBox<[any Error]>([])
 
@@ -34,17 +33,13 @@ final class LoopbackClient: GKVoiceChatClient, @unchecked Sendable {
 
     func record(_ event: String) {
         self.log.withLockedValue { $0.append(event) }
-        self.changed.signal()
     }
 
-    /// Waits (bounded) until an event starting with `prefix` is recorded.
+    /// Waits (bounded, without blocking a thread) until an event starting with `prefix` is
+    /// recorded.
     @discardableResult
-    func wait(for prefix: String, seconds: Double = 15) -> String? {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if let event = self.events.first(where: { $0.hasPrefix(prefix) }) { return event }
-            _ = self.changed.wait(timeout: .now() + 0.1)
-        }
+    func wait(for prefix: String, seconds: Double = 15) async -> String? {
+        _ = await ServiceTests.eventually(seconds) { self.events.contains { $0.hasPrefix(prefix) } }
         return self.events.first { $0.hasPrefix(prefix) }
     }
 
@@ -115,59 +110,60 @@ struct ServiceTests {
         return (alice, bob, aliceClient, bobClient)
     }
 
-    /// Waits (bounded) until `condition` holds.
-    static func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+    /// Waits (bounded, without blocking a thread: the cooperative pool has two here, and the
+    /// async suites beside these need them) until `condition` holds.
+    static func eventually(_ seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
         let end = Date().addingTimeInterval(seconds)
         while Date() < end {
             if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return condition()
     }
 
     @Test("A call connects directly, carries audio both ways, and hangs up with 32003")
-    func directCall() throws {
+    func directCall() async throws {
         let (alice, bob, aliceClient, bobClient) = Self.pair()
         bob.isOutputMeteringEnabled = true
         try alice.startVoiceChat(withParticipantID: "bob")
-        #expect(aliceClient.wait(for: "didStart") == "didStart bob")
-        #expect(bobClient.wait(for: "didStart") == "didStart alice")
+        #expect(await aliceClient.wait(for: "didStart") == "didStart bob")
+        #expect(await bobClient.wait(for: "didStart") == "didStart alice")
         #expect(alice.currentPath == .direct && bob.currentPath == .direct)
-        #expect(Self.eventually { (bob.engineStatistics?.packetsReceived ?? 0) > 50 && bob.outputMeterLevel > -30 })
+        #expect(await Self.eventually { (bob.engineStatistics?.packetsReceived ?? 0) > 50 && bob.outputMeterLevel > -30 })
         #expect((alice.engineStatistics?.packetsReceived ?? 0) > 0)
         // Muting reaches the far side as silence.
         alice.isMicrophoneMuted = true
-        #expect(Self.eventually { bob.outputMeterLevel < -60 })
+        #expect(await Self.eventually { bob.outputMeterLevel < -60 })
         alice.stopVoiceChat(withParticipantID: "bob")
-        #expect(bobClient.wait(for: "didStop") == "didStop alice 32003")
-        #expect(aliceClient.wait(for: "didStop") == "didStop bob 0")
+        #expect(await bobClient.wait(for: "didStop") == "didStop alice 32003")
+        #expect(await aliceClient.wait(for: "didStop") == "didStop bob 0")
         #expect(alice.currentParticipantID == nil && bob.currentParticipantID == nil)
     }
 
     @Test("No UDP path: media goes through the client's real-time channel")
-    func clientFallback() throws {
+    func clientFallback() async throws {
         // Relay-only without a TURN server leaves no candidate pair at all.
         let (alice, bob, aliceClient, bobClient) = Self.pair(configure: { $0.relayOnly = true; $0.pathTimeout = 2 }, realTime: true)
         try alice.startVoiceChat(withParticipantID: "bob")
-        #expect(aliceClient.wait(for: "didStart") == "didStart bob")
-        #expect(bobClient.wait(for: "didStart") == "didStart alice")
+        #expect(await aliceClient.wait(for: "didStart") == "didStart bob")
+        #expect(await bobClient.wait(for: "didStart") == "didStart alice")
         #expect(alice.currentPath == .client && bob.currentPath == .client)
-        #expect(Self.eventually { (bob.engineStatistics?.packetsReceived ?? 0) > 50 && (alice.engineStatistics?.packetsReceived ?? 0) > 50 })
+        #expect(await Self.eventually { (bob.engineStatistics?.packetsReceived ?? 0) > 50 && (alice.engineStatistics?.packetsReceived ?? 0) > 50 })
         bob.stopVoiceChat(withParticipantID: "alice")
-        #expect(aliceClient.wait(for: "didStop") == "didStop bob 32003")
+        #expect(await aliceClient.wait(for: "didStop") == "didStop bob 32003")
     }
 
     @Test("No UDP path and no client channel: 32002 on both sides")
-    func noPath() throws {
+    func noPath() async throws {
         let (alice, bob, aliceClient, bobClient) = Self.pair(configure: { $0.relayOnly = true })
         defer { withExtendedLifetime(bob) {} }
         try alice.startVoiceChat(withParticipantID: "bob")
-        #expect(aliceClient.wait(for: "didNotStart") == "didNotStart bob 32002")
-        #expect(bobClient.wait(for: "didNotStart") == "didNotStart alice 32002")
+        #expect(await aliceClient.wait(for: "didNotStart") == "didNotStart bob 32002")
+        #expect(await bobClient.wait(for: "didNotStart") == "didNotStart alice 32002")
     }
 
     @Test("Without a client, starting throws 32006; bad IDs and calls throw their codes")
-    func misuse() throws {
+    func misuse() async throws {
         let service = GKVoiceChatService()
         #expect(throws: GKVoiceChatServiceError(.uninitializedClientError)) { try service.startVoiceChat(withParticipantID: "bob") }
         let (alice, bob, aliceClient, bobClient) = Self.pair()
@@ -184,46 +180,46 @@ struct ServiceTests {
     /// none): sends to them fail with ENETUNREACH, which used to close the media socket and end
     /// the call although the host candidates reach each other. Now they are not sent at all.
     @Test("STUN and TURN servers with no route to them do not stop a call on a direct path")
-    func unreachableServersDoNotStopTheCall() throws {
+    func unreachableServersDoNotStopTheCall() async throws {
         let (alice, bob, aliceClient, bobClient) = Self.pair(configure: {
             $0.stunServers = [.init(host: "192.0.2.10")]
             $0.turnServers = [.init(host: "192.0.2.10", username: "me", password: "secret")]
         })
         try alice.startVoiceChat(withParticipantID: "bob")
-        #expect(aliceClient.wait(for: "didStart") == "didStart bob", "alice heard \(aliceClient.events)")
-        #expect(bobClient.wait(for: "didStart") == "didStart alice", "bob heard \(bobClient.events)")
+        #expect(await aliceClient.wait(for: "didStart") == "didStart bob", "alice heard \(aliceClient.events)")
+        #expect(await bobClient.wait(for: "didStart") == "didStart alice", "bob heard \(bobClient.events)")
         alice.stopVoiceChat(withParticipantID: "bob")
-        #expect(bobClient.wait(for: "didStop") != nil)
+        #expect(await bobClient.wait(for: "didStop") != nil)
         withExtendedLifetime((alice, bob)) {}
     }
 
     /// An invitation that arrives before the callee has set its client is held and answered
     /// once the client is set (it used to be dropped, and the call failed).
     @Test("Signalling that arrives before the client is set is delivered when it is")
-    func signallingWaitsForTheClient() throws {
+    func signallingWaitsForTheClient() async throws {
         let (alice, bob, aliceClient, bobClient) = Self.pair()
         bob.client = nil
         try alice.startVoiceChat(withParticipantID: "bob")
-        Thread.sleep(forTimeInterval: 0.3)
+        try await Task.sleep(for: .milliseconds(300))
         #expect(!aliceClient.events.contains { $0.hasPrefix("did") })
         bob.client = bobClient
-        #expect(aliceClient.wait(for: "didStart") == "didStart bob", "alice heard \(aliceClient.events)")
-        #expect(bobClient.wait(for: "didStart") == "didStart alice", "bob heard \(bobClient.events)")
+        #expect(await aliceClient.wait(for: "didStart") == "didStart bob", "alice heard \(aliceClient.events)")
+        #expect(await bobClient.wait(for: "didStart") == "didStart alice", "bob heard \(bobClient.events)")
         alice.stopVoiceChat(withParticipantID: "bob")
-        #expect(bobClient.wait(for: "didStop") != nil)
+        #expect(await bobClient.wait(for: "didStop") != nil)
         withExtendedLifetime((alice, bob)) {}
     }
 
     @Test("Audio devices that cannot open end the chat with 32005, and the other side hears why")
-    func audioUnavailable() throws {
+    func audioUnavailable() async throws {
         let (alice, bob, aliceClient, bobClient) = Self.pair(configure: {
             $0.audio = .files(input: "/nonexistent/input.wav", output: "/nonexistent/output.wav")
         })
         defer { withExtendedLifetime(bob) {} }
         bob.configuration.audio = .silent
         try alice.startVoiceChat(withParticipantID: "bob")
-        #expect(aliceClient.wait(for: "didNotStart") == "didNotStart bob 32005")
-        #expect(bobClient.wait(for: "did") != nil)
+        #expect(await aliceClient.wait(for: "didNotStart") == "didNotStart bob 32005")
+        #expect(await bobClient.wait(for: "did") != nil)
         // The error says which device failed and why, and keeps the engine's error.
         let error = try #require(aliceClient.errors.withLockedValue { $0.first } as? GKVoiceChatServiceError)
         #expect(error.localizedDescription.hasPrefix("The audio devices could not be opened (WAV file /nonexistent/input.wav as microphone"))
