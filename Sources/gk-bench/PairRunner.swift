@@ -14,29 +14,55 @@ struct PairRunner: ParsableCommand {
     @Option var size: Int
     @Option var timeout: Double = 120
     @Option var port = 7001
+    @Option(help: "gk-impair's impairment options (space-separated): the client reaches the server through that relay, seed 1.")
+    var relay: String?
 
     func run() throws {
         try NetworkSandbox.requireIsolation()
         let (program, prefix) = try self.programFor(self.impl)
-        let common = ["--port", "\(self.port)", "--work", self.anchorWork, "--count", "\(self.count)", "--size", "\(self.size)", "--timeout", "\(Int(self.timeout))"]
+        let common = ["--work", self.anchorWork, "--count", "\(self.count)", "--size", "\(self.size)", "--timeout", "\(Int(self.timeout))"]
             + self.waitMode
-        let server = ChildProcess(program, prefix + ["server"] + common, name: "server")
+        let server = ChildProcess(program, prefix + ["server", "--port", "\(self.port)"] + common, name: "server")
         try server.start()
         guard server.waitForLine("ready", timeout: 10) else {
             server.terminate()
             throw ValidationError("\(self.impl) server did not start")
         }
-        let client = ChildProcess(program, prefix + ["client", "--host", "127.0.0.1"] + common, name: "client")
+        let relay = try self.startRelay()
+        let clientPort = relay?.port ?? self.port
+        let client = ChildProcess(program, prefix + ["client", "--host", "127.0.0.1", "--port", "\(clientPort)"] + common, name: "client")
         try client.start()
         let clientExited = client.waitForExit(timeout: self.timeout + 10)
         if !clientExited { client.terminate() }
         if !server.waitForExit(timeout: 5) { server.terminate() }
+        relay?.process.terminate()
         var line = client.lastJSONObject ?? ["impl": self.impl, "delivered": 0, "error": "client produced no result"]
         line["work"] = self.work
         line["impl"] = self.impl
         if let serverDelivered = server.lastJSONObject?["delivered"] { line["server_delivered"] = serverDelivered }
         let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
         FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+
+    /// gk-impair between client and server when `--relay` is given: its process and the port
+    /// the client sends to.
+    private func startRelay() throws -> (process: ChildProcess, port: Int)? {
+        guard let options = self.relay else { return nil }
+        let path = URL(fileURLWithPath: ProjectLayout.executable).deletingLastPathComponent().appendingPathComponent("gk-impair").path
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw ValidationError("\(path) is missing: build gk-impair") }
+        let arguments = ["--listen", "127.0.0.1:0", "--target", "127.0.0.1:\(self.port)", "--seed", "1", "--duration", "\(Int(self.timeout) + 15)"]
+            + options.split(separator: " ").map(String.init)
+        let process = ChildProcess(path, arguments, name: "relay")
+        try process.start()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let line = process.lines.first(where: { $0.hasPrefix("listening ") }), let port = line.split(separator: " ").last.flatMap({ Int($0) }) {
+                return (process, port)
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        process.terminate()
+        throw ValidationError("gk-impair did not start: \(process.lines)")
     }
 
     /// The work name the programs understand.

@@ -211,7 +211,20 @@ private final class ClientRun: @unchecked Sendable {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let percentiles = Percentiles(self.roundTrips)
         let work = self.work == "stream" ? "stream" : self.work
+        var link: [String: Any] = [:]
+        if let statistics = self.endpoint.statistics(for: self.link) {
+            // What the sender's loss detection and congestion control did (for diagnosis).
+            link = [
+                "packets_sent": statistics.packetsSent, "packets_lost": statistics.packetsLost,
+                "spurious_losses": statistics.spuriousLosses, "congestive_losses": statistics.congestiveLosses,
+                "random_losses": statistics.randomLosses, "reductions_undone": statistics.reductionsUndone,
+                "retransmission_timeouts": statistics.retransmissionTimeouts, "tail_loss_probes": statistics.tailLossProbes,
+                "reordering_seen": statistics.reorderingSeen, "congestion_window": statistics.congestionWindow,
+                "smoothed_rtt_us": (statistics.smoothedRTT?.nanoseconds ?? 0) / 1000, "minimum_rtt_us": (statistics.minimumRTT?.nanoseconds ?? 0) / 1000,
+            ]
+        }
         return [
+            "link": link,
             "impl": "opengamekit", "work": work, "count": self.count, "size": self.size,
             "delivered": self.delivered, "expected": self.count, "in_order": self.inOrder,
             "seconds": seconds,

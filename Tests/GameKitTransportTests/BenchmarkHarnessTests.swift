@@ -33,6 +33,24 @@ struct BenchmarkHarnessTests {
         #expect(ratios.allSatisfy { $0["ratio_vs_enet"] is Double })
     }
 
+    /// A timed work item through the impairment relay (5 ms each way, 5 % loss, seed 1): both
+    /// implementations run through gk-impair, what arrived in the time counts, in order, and the
+    /// ratio is given.
+    @Test func aTimedRelayItemCountsWhatArrivedThroughTheRelay() async throws {
+        let result = try await SandboxScript.run(
+            "gk-bench transport --quick --json --only reliable-500-delay5-loss5 2>/dev/null", timeout: 300)
+        let measured = result.objects.filter { $0["impl"] != nil }
+        #expect(Set(measured.compactMap { $0["impl"] as? String }) == ["opengamekit", "enet"], "\(result.lines)")
+        for line in measured {
+            let delivered = line["delivered"] as? Int ?? 0
+            #expect(delivered > 0 && delivered <= line["expected"] as? Int ?? 0, "\(line)")
+            #expect((line["msgs_per_s"] as? Double ?? 0) > 0, "\(line)")
+            #expect(line["error"] == nil, "\(line)")
+        }
+        let ratio = try #require(result.objects.first { $0["impl"] == nil })
+        #expect(ratio["work"] as? String == "reliable-500-delay5-loss5" && ratio["ratio_vs_enet"] is Double, "\(ratio)")
+    }
+
     /// gk-bench's discovery harness, one round per pair: every pair (gk-mdns and python-zeroconf
     /// from .venv, each registering and browsing) completes its round and the JSON carries the
     /// named fields. Times are not looked at.

@@ -9,7 +9,9 @@ import Darwin
 #endif
 
 /// CUBIC congestion control (RFC 9438) with slow start, a Reno-friendly region, fast
-/// convergence, one reduction per recovery period and app-limited detection.
+/// convergence, one reduction per recovery period and app-limited detection; a reduction only for
+/// losses that ``LossEvidence`` calls congestive, and undone when every loss of its recovery period
+/// proves spurious (the original packet was acknowledged after all).
 ///
 /// Why CUBIC rather than NewReno: its multiplicative decrease is 0.7 instead of 0.5 and its
 /// growth after a loss depends on time rather than on RTT, so a link keeps its rate through the
@@ -39,8 +41,27 @@ struct CubicCongestionController: Sendable {
     private var renoEstimate = 0.0
     /// Set when the window, not the application, limited sending since the last acknowledgement.
     private var cwndLimited = false
+    /// What a reduction changes, kept to undo it.
+    private struct Snapshot: Sendable {
+        var window: Int
+        var threshold: Int
+        var windowMax: Double
+        var k: Double
+        var epochStart: NIODeadline?
+        var renoEstimate: Double
+        var recoveryStart: NIODeadline?
+    }
+
     /// The state before the last retransmission timeout, restored if it proves spurious.
-    private var beforeTimeout: (window: Int, threshold: Int, windowMax: Double, k: Double, epochStart: NIODeadline?, renoEstimate: Double)?
+    private var beforeTimeout: Snapshot?
+    /// The state before the current recovery period's loss reduction, and how many of the
+    /// period's congestive losses are not yet proven spurious.
+    private var beforeLossReduction: Snapshot?
+    private var unprovenLosses = 0
+    /// Losses that reduced the window, losses taken as random (no reduction), reductions undone.
+    private(set) var congestiveLosses = 0
+    private(set) var randomLosses = 0
+    private(set) var reductionsUndone = 0
 
     init(maxDatagramSize: Int, initialWindowPackets: Int = 10, minimumWindowPackets: Int = 2, maximumWindow: Int = 64 << 20) {
         self.maxDatagramSize = maxDatagramSize
@@ -91,19 +112,43 @@ struct CubicCongestionController: Sendable {
         self.bytesInFlight = max(0, self.bytesInFlight - bytes)
     }
 
-    /// A packet sent at `timeSent` was declared lost.
-    mutating func onPacketLost(bytes: Int, timeSent: NIODeadline, now: NIODeadline) {
+    /// A packet sent at `timeSent` was declared lost; `congestive` says whether the path shows
+    /// congestion (``LossEvidence``). A random loss leaves the window as it is.
+    mutating func onPacketLost(bytes: Int, timeSent: NIODeadline, now: NIODeadline, congestive: Bool = true) {
         self.bytesInFlight = max(0, self.bytesInFlight - bytes)
-        if let recoveryStart, timeSent <= recoveryStart { return }
+        guard congestive else {
+            self.randomLosses += 1
+            return
+        }
+        self.congestiveLosses += 1
+        if let recoveryStart, timeSent <= recoveryStart {
+            if self.beforeLossReduction != nil { self.unprovenLosses += 1 }
+            return
+        }
+        self.beforeLossReduction = self.snapshot
+        self.unprovenLosses = 1
         self.enterRecovery(now: now)
+    }
+
+    /// A packet sent at `timeSent`, declared lost as congestion, was acknowledged after all. When
+    /// that proves every loss of the current recovery period spurious (reordering, not loss), the
+    /// period's reduction is undone (as Linux and RFC 8985's DSACK-based undo do).
+    mutating func onSpuriousLoss(timeSent: NIODeadline) {
+        guard let saved = self.beforeLossReduction, let recoveryStart, timeSent <= recoveryStart else { return }
+        self.unprovenLosses -= 1
+        guard self.unprovenLosses <= 0 else { return }
+        self.beforeLossReduction = nil
+        self.restore(saved)
+        self.reductionsUndone += 1
     }
 
     /// The retransmission timer expired: restart from the minimum window in slow start (RFC 5681
     /// §3.1, RFC 9438 §4.8). Bytes in flight stay counted until acknowledged or declared lost.
     mutating func onRetransmissionTimeout(now: NIODeadline) {
         if self.beforeTimeout == nil {
-            self.beforeTimeout = (self.congestionWindow, self.slowStartThreshold, self.windowMax, self.k, self.epochStart, self.renoEstimate)
+            self.beforeTimeout = self.snapshot
         }
+        self.beforeLossReduction = nil
         self.enterRecovery(now: now)
         self.congestionWindow = self.minimumWindow
     }
@@ -115,18 +160,28 @@ struct CubicCongestionController: Sendable {
         guard let saved = self.beforeTimeout else { return }
         self.beforeTimeout = nil
         guard originalTransmissionAcknowledged else { return }
-        self.congestionWindow = saved.window
-        self.slowStartThreshold = saved.threshold
-        self.windowMax = saved.windowMax
-        self.k = saved.k
-        self.epochStart = saved.epochStart
-        self.renoEstimate = saved.renoEstimate
+        self.restore(saved)
         self.recoveryStart = nil
     }
 
     var isRecoveringFromTimeout: Bool { self.beforeTimeout != nil }
 
     // MARK: - Private
+
+    private var snapshot: Snapshot {
+        Snapshot(window: self.congestionWindow, threshold: self.slowStartThreshold, windowMax: self.windowMax, k: self.k,
+                 epochStart: self.epochStart, renoEstimate: self.renoEstimate, recoveryStart: self.recoveryStart)
+    }
+
+    private mutating func restore(_ saved: Snapshot) {
+        self.congestionWindow = max(self.congestionWindow, saved.window)
+        self.slowStartThreshold = saved.threshold
+        self.windowMax = saved.windowMax
+        self.k = saved.k
+        self.epochStart = saved.epochStart
+        self.renoEstimate = saved.renoEstimate
+        self.recoveryStart = saved.recoveryStart
+    }
 
     private mutating func enterRecovery(now: NIODeadline) {
         self.recoveryStart = now

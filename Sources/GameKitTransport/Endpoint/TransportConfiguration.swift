@@ -36,8 +36,16 @@ public struct TransportConfiguration: Sendable {
 
     /// Bytes a link may hold for sending (reliable bytes until acknowledged, unreliable ones until
     /// sent). A send beyond it fails with ``TransportError/bufferFull``; a message is refused only
-    /// when something is already queued, so memory stays within this plus one message.
+    /// when something is already queued. Reliable bytes the peer acknowledged beyond a lost
+    /// packet do not count (they wait only for its repair), so memory stays within this plus the
+    /// peer's receive window plus one message.
     public var sendBufferCapacity: Int = 1 << 20
+
+    /// Whether a loss on a path without a standing queue leaves the congestion window as it is
+    /// (PROTOCOL §8.6): random loss (Wi-Fi, a noisy link) then costs retransmissions, not speed.
+    /// A queue that builds, or more than 15 % loss, still shrinks the window as CUBIC does.
+    /// False: every loss shrinks it, as classic CUBIC. Default true.
+    public var toleratesRandomLoss = true
 
     /// Reliable bytes the peer may send beyond what this side has delivered. Raised to at least
     /// the largest reliable message plus its length prefix.

@@ -150,14 +150,19 @@ extension LinkMachine {
         if let index = self.sentLog.index(of: largest) {
             let packet = self.sentLog[index]
             if packet.state == .outstanding {
-                let delay = TimeAmount.microseconds(Int64(min(ack.ackDelayMicroseconds, 1_000_000)))
-                self.rtt.addSample(now - packet.timeSent, ackDelay: min(delay, self.parameters.peerMaxAckDelay))
+                let delay = min(TimeAmount.microseconds(Int64(min(ack.ackDelayMicroseconds, 1_000_000))), self.parameters.peerMaxAckDelay)
+                let sample = now - packet.timeSent
+                self.rtt.addSample(sample, ackDelay: delay)
+                let queued = sample - delay >= (self.rtt.minimum ?? .zero) ? sample - delay : sample
+                self.lossEvidence.onRTTSample(queued, now: now, smoothedRTT: self.rtt.smoothedOrInitial)
             }
         }
 
         var released = 0
         var newlyAcknowledged = false
         var acknowledgedOriginal = false
+        var acknowledgedCount = 0
+        let previousLargest = self.largestAcknowledged
         let smoothedRTT = self.rtt.smoothedOrInitial
         for range in ack.ranges {
             var index = self.sentLog.firstIndex(notBelow: range.lowerBound)
@@ -168,13 +173,18 @@ extension LinkMachine {
                 case .acknowledged:
                     continue
                 case .lost:
-                    // Declared lost too early; its data may still be queued for sending again.
+                    // Declared lost too early (reordering): its data may still be queued for
+                    // sending again; a reduction it caused may be undone; the reordering window
+                    // widens.
                     packet.state = .acknowledged
                     acknowledgedOriginal = acknowledgedOriginal || self.isOriginalOfTimeoutEpisode(packet)
+                    self.onSpuriousLoss(packet, now: now)
                 case .outstanding:
                     packet.state = .acknowledged
                     acknowledgedOriginal = acknowledgedOriginal || self.isOriginalOfTimeoutEpisode(packet)
                     newlyAcknowledged = true
+                    acknowledgedCount += 1
+                    if let previousLargest, packet.packetNumber < previousLargest { self.reorderingSeen = true }
                     self.congestion.onPacketAcknowledged(bytes: packet.size, timeSent: packet.timeSent, now: now, smoothedRTT: smoothedRTT)
                 }
                 self.sentLog[index] = packet
@@ -184,6 +194,7 @@ extension LinkMachine {
             }
         }
         self.largestAcknowledged = max(self.largestAcknowledged ?? 0, largest)
+        if acknowledgedCount > 0 { self.lossEvidence.onAcknowledged(packets: acknowledgedCount, now: now, smoothedRTT: smoothedRTT) }
         if self.congestion.isRecoveringFromTimeout, newlyAcknowledged || acknowledgedOriginal {
             // Eifel detection (RFC 3522): the first acknowledgement after a timeout covers a
             // packet sent before it, so the timeout was spurious.
@@ -192,7 +203,7 @@ extension LinkMachine {
         }
         self.detectLosses(now: now)
         self.congestion.onAcknowledgementsProcessed()
-        self.sentLog.pruneFront()
+        self.pruneSentLog(now: now)
         if newlyAcknowledged {
             // RFC 6298 (5.3): new data acknowledged restarts the timer, and the back-off ends.
             self.retransmissionBackoff = 0
@@ -214,20 +225,57 @@ extension LinkMachine {
         return packet.timeSent < start
     }
 
-    /// Declares lost every outstanding packet three packets or 9/8 RTT older than the largest
-    /// acknowledged one (RFC 9002 §6.1: fast retransmit by packet and by time threshold), and arms
-    /// the loss timer for the first one that may still arrive.
+    /// Forgets packets no longer of interest; a lost packet is kept for four smoothed RTTs
+    /// after it was sent, so that a late acknowledgement can still prove its loss spurious.
+    mutating func pruneSentLog(now: NIODeadline) {
+        let keep = max(self.rtt.smoothedOrInitial, self.rtt.latest) * 4
+        self.sentLog.pruneFront(lostBefore: now - keep)
+    }
+
+    /// A packet declared lost was acknowledged after all.
+    private mutating func onSpuriousLoss(_ packet: SentPacket, now: NIODeadline) {
+        self.statistics.spuriousLosses += 1
+        if packet.lostToCongestion { self.congestion.onSpuriousLoss(timeSent: packet.timeSent) }
+        // A timeout's late acknowledgement means a slow path (its undo is §8.4's), not reordering.
+        guard !packet.lostByTimer else { return }
+        self.reorderingSeen = true
+        let smoothed = self.rtt.smoothedOrInitial
+        if self.reorderWindowRaised.map({ now >= $0 + smoothed }) ?? true {
+            self.reorderWindowQuarters = min(self.reorderWindowQuarters + 1, 64)
+            self.reorderWindowRaised = now
+        }
+    }
+
+    /// How long after a later-sent packet's acknowledgement an earlier one is declared lost.
+    /// Until reordering is seen: 9/8 of the larger of the latest and smoothed RTT, with the
+    /// packet threshold of 3 beside it (RFC 9002 §6.1). Once it is seen: the latest RTT plus the
+    /// reordering window, a number of quarters of the minimum RTT at most the smoothed RTT (RACK,
+    /// RFC 8985 §6.2), and no packet threshold.
+    var lossDelay: TimeAmount {
+        guard self.reorderingSeen else {
+            let reference = max(self.rtt.latest, self.rtt.smoothedOrInitial)
+            return max(reference + reference / 8, RTTEstimator.granularity)
+        }
+        let minimum = self.rtt.minimum ?? self.rtt.smoothedOrInitial
+        let window = min(minimum / 4 * Int64(self.reorderWindowQuarters), self.rtt.smoothedOrInitial)
+        return max(self.rtt.latest + window, RTTEstimator.granularity)
+    }
+
+    /// Declares lost every outstanding packet sent ``lossDelay`` or longer before now and before
+    /// the largest acknowledged one, or (until reordering is seen) three packets before it
+    /// (RFC 9002 §6.1, RFC 8985 §6.2), and arms the loss timer for the first one that may still
+    /// arrive.
     mutating func detectLosses(now: NIODeadline) {
         guard let largestAcknowledged = self.largestAcknowledged else { return }
         self.lossDeadline = nil
-        let reference = max(self.rtt.latest, self.rtt.smoothedOrInitial)
-        let lossDelay = max(reference + reference / 8, RTTEstimator.granularity)
+        let lossDelay = self.lossDelay
+        let packetThreshold: UInt64 = self.reorderingSeen ? .max / 2 : 3
         var index = 0
         while index < self.sentLog.count {
             let packet = self.sentLog[index]
             if packet.packetNumber > largestAcknowledged { break }
             if packet.state == .outstanding {
-                if packet.timeSent + lossDelay <= now || largestAcknowledged >= packet.packetNumber + 3 {
+                if packet.timeSent + lossDelay <= now || largestAcknowledged >= packet.packetNumber + packetThreshold {
                     self.declareLost(at: index, now: now, byTimer: false)
                 } else {
                     let deadline = packet.timeSent + lossDelay
@@ -242,13 +290,16 @@ extension LinkMachine {
     mutating func declareLost(at index: Int, now: NIODeadline, byTimer: Bool) {
         var packet = self.sentLog[index]
         packet.state = .lost
-        self.sentLog[index] = packet
         self.statistics.packetsLost += 1
         if byTimer {
+            packet.lostByTimer = true
             self.congestion.onPacketDiscarded(bytes: packet.size)
         } else {
-            self.congestion.onPacketLost(bytes: packet.size, timeSent: packet.timeSent, now: now)
+            self.lossEvidence.onLost(now: now, smoothedRTT: self.rtt.smoothedOrInitial)
+            packet.lostToCongestion = !self.parameters.toleratesRandomLoss || self.lossEvidence.isCongestive(pathMinimumRTT: self.rtt.minimum)
+            self.congestion.onPacketLost(bytes: packet.size, timeSent: packet.timeSent, now: now, congestive: packet.lostToCongestion)
         }
+        self.sentLog[index] = packet
         if let streamRange = packet.streamRange {
             self.sendStream.declareLost(streamRange)
         }

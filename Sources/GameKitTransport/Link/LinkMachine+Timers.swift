@@ -71,7 +71,7 @@ extension LinkMachine {
         }
         if let deadline = self.lossDeadline, now >= deadline {
             self.detectLosses(now: now)
-            self.sentLog.pruneFront()
+            self.pruneSentLog(now: now)
         }
         if let deadline = self.retransmissionDeadline, now >= deadline {
             self.probeDeadline = nil
@@ -127,6 +127,6 @@ extension LinkMachine {
             self.pendingPing = true
         }
         self.probePending = true
-        self.sentLog.pruneFront()
+        self.pruneSentLog(now: now)
     }
 }

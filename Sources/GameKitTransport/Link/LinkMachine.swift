@@ -73,6 +73,15 @@ struct LinkMachine {
     var retransmissionDeadline: NIODeadline?
     var retransmissionBackoff = 0
     var lossDeadline: NIODeadline?
+    /// Whether the peer's acknowledgements showed packets arriving out of order: from then on a
+    /// packet is declared lost by time only (RACK, RFC 8985 §6.2), never by count.
+    var reorderingSeen = false
+    /// The reordering window in quarters of the minimum RTT (RFC 8985 §6.2.4): raised by one,
+    /// at most once per round trip, whenever a packet declared lost arrives after all.
+    var reorderWindowQuarters = 1
+    var reorderWindowRaised: NIODeadline?
+    /// Tells congestive losses from random ones.
+    var lossEvidence = LossEvidence()
     var pacingDeadline: NIODeadline?
     /// When the first retransmission timeout of the current episode (timeouts with no new data
     /// acknowledged in between) expired: only packets sent before it are originals for the undo.
@@ -258,6 +267,10 @@ struct LinkMachine {
         snapshot.congestionWindow = self.congestion.congestionWindow
         snapshot.bytesInFlight = self.congestion.bytesInFlight
         snapshot.bytesQueued = self.bytesQueued
+        snapshot.congestiveLosses = UInt64(self.congestion.congestiveLosses)
+        snapshot.randomLosses = UInt64(self.congestion.randomLosses)
+        snapshot.reductionsUndone = UInt64(self.congestion.reductionsUndone)
+        snapshot.reorderingSeen = self.reorderingSeen
         snapshot.unreliableMessagesDropped = UInt64(self.reassembler.droppedMessages + self.oversizedUnreliableDropped)
         return snapshot
     }

@@ -23,6 +23,8 @@ struct LinkParameters: Sendable {
     var initialRTT: TimeAmount
     var retransmissionTimeoutBounds: ClosedRange<TimeAmount>
     var reassemblyTimeout: TimeAmount
+    /// Losses without a standing queue leave the window (``TransportConfiguration/toleratesRandomLoss``).
+    var toleratesRandomLoss: Bool
 
     /// Bytes of frames an empty packet can hold.
     var packetCapacity: Int { self.maxDatagramSize - DataPacketHeader.size - WireSize.tag }
@@ -44,5 +46,6 @@ struct LinkParameters: Sendable {
         self.initialRTT = configuration.initialRTT
         self.retransmissionTimeoutBounds = configuration.minimumRetransmissionTimeout...max(configuration.minimumRetransmissionTimeout, .seconds(10))
         self.reassemblyTimeout = configuration.unreliableReassemblyTimeout
+        self.toleratesRandomLoss = configuration.toleratesRandomLoss
     }
 }

@@ -32,6 +32,15 @@ public struct LinkStatistics: Sendable, Equatable {
     /// Tail loss probes sent (RFC 8985): a packet sent two round trips after the last one when no
     /// acknowledgement came, so that a lost tail is found without waiting for the timeout.
     public var tailLossProbes: UInt64 = 0
+    /// Packets declared lost that were acknowledged after all (reordering, not loss).
+    public var spuriousLosses: UInt64 = 0
+    /// Losses taken as congestion (the window shrank) and as random (it did not; PROTOCOL §8.5).
+    public var congestiveLosses: UInt64 = 0
+    public var randomLosses: UInt64 = 0
+    /// Window reductions undone because every loss behind them proved spurious.
+    public var reductionsUndone: UInt64 = 0
+    /// Whether packets were seen arriving out of order (loss is then decided by time only).
+    public var reorderingSeen = false
     /// Duplicated or replayed packets dropped by the replay window.
     public var duplicatePacketsDropped: UInt64 = 0
 

@@ -8,8 +8,8 @@ import NIOCore
 /// packet also carries an ACK whenever something new arrived since the last one.
 struct AckTracker: Sendable {
     /// At most this many ranges are remembered (and reported); older ones are forgotten.
-    static let rememberedRanges = 64
-    static let reportedRanges = 32
+    static let rememberedRanges = 256
+    static let reportedRanges = 128
 
     private(set) var received = IntervalSet()
     private var largestReceivedTime: NIODeadline?

@@ -16,13 +16,19 @@ struct SendStream: Sendable {
     private(set) var writeOffset: UInt64 = 0
     /// The first byte never sent.
     private(set) var sendOffset: UInt64 = 0
-    /// Acknowledged ranges above `base`.
+    /// Acknowledged ranges above `base`, and how many bytes they hold.
     private var acknowledged = IntervalSet()
+    private var acknowledgedAboveBase = 0
     /// Sent ranges declared lost and not acknowledged since; sent again before new data.
     private var lost = IntervalSet()
 
-    /// Bytes queued and not yet acknowledged (including length prefixes).
-    var unacknowledgedBytes: Int { Int(self.writeOffset - self.base) }
+    /// Bytes queued and not yet acknowledged (including length prefixes). Bytes acknowledged
+    /// beyond a hole do not count: they wait only for the hole's repair, and the peer's receive
+    /// window bounds how many there can be, so a loss does not stall a sender whose buffer the
+    /// acknowledged-but-unreleased bytes would otherwise fill.
+    var unacknowledgedBytes: Int { Int(self.writeOffset - self.base) - self.acknowledgedAboveBase }
+    /// Bytes held in memory: every byte from `base` on.
+    var heldBytes: Int { Int(self.writeOffset - self.base) }
     var hasLostData: Bool { !self.lost.isEmpty }
     var hasUnsentData: Bool { self.sendOffset < self.writeOffset }
     var isFullyAcknowledged: Bool { self.base == self.writeOffset }
@@ -62,19 +68,24 @@ struct SendStream: Sendable {
         }
     }
 
-    /// Records an acknowledged range; returns how many bytes were released from the front.
+    /// Records an acknowledged range; returns how many of its bytes were not acknowledged
+    /// before (what ``unacknowledgedBytes`` lost). The acknowledged prefix is released from memory.
     mutating func acknowledge(_ range: Range<UInt64>) -> Int {
         guard range.upperBound > self.base else { return 0 }
         let clipped = max(range.lowerBound, self.base)..<range.upperBound
+        let newly = self.acknowledged.gaps(in: clipped).reduce(0) { $0 + $1.count }
+        guard newly > 0 else { return 0 }
         self.lost.remove(clipped)
         self.acknowledged.insert(clipped)
-        guard let first = self.acknowledged.first, first.lowerBound <= self.base else { return 0 }
+        self.acknowledgedAboveBase += newly
+        guard let first = self.acknowledged.first, first.lowerBound <= self.base else { return newly }
         let released = Int(first.upperBound - self.base)
         self.acknowledged.removeAll(below: first.upperBound)
+        self.acknowledgedAboveBase -= released
         self.base = first.upperBound
         self.buffer.moveReaderIndex(forwardBy: released)
         self.compactIfWorthwhile()
-        return released
+        return newly
     }
 
     /// Records that the packet carrying `range` was lost; the unacknowledged parts will be sent

@@ -21,6 +21,11 @@ struct SentPacket: Sendable {
     var streamLength: Int = 0
     var carriesWindowUpdate = false
     var state: State = .outstanding
+    /// Declared lost while the path showed congestion (its loss reduced the window).
+    var lostToCongestion = false
+    /// Declared lost by the retransmission timer (its late acknowledgement means a slow path,
+    /// not reordering).
+    var lostByTimer = false
 
     var streamRange: Range<UInt64>? {
         self.streamLength > 0 ? self.streamStart..<(self.streamStart + UInt64(self.streamLength)) : nil
@@ -68,9 +73,11 @@ struct SentPacketLog: Sendable {
         set { self.packets[index] = newValue }
     }
 
-    /// Drops leading packets that are no longer outstanding.
-    mutating func pruneFront() {
-        while let first = self.packets.first, first.state != .outstanding {
+    /// Drops leading packets that are no longer outstanding: acknowledged ones at once, lost ones
+    /// once sent before `lostBefore` (until then an acknowledgement may still prove their loss
+    /// spurious).
+    mutating func pruneFront(lostBefore: NIODeadline) {
+        while let first = self.packets.first, first.state == .acknowledged || (first.state == .lost && first.timeSent < lostBefore) {
             self.packets.removeFirst()
         }
     }

@@ -74,6 +74,34 @@ struct VirtualNetwork {
     var interceptor: ((inout SimulatedDatagram) -> Bool)?
     /// When a datagram from each source address last reached a node (past the interceptor).
     var lastDelivered: [SocketAddress: NIODeadline] = [:]
+    /// Bottlenecks on nodes' outgoing paths, by node: datagrams leave one after another at the
+    /// bottleneck's rate, before the path's impairments, and a full queue drops them.
+    var bottlenecks: [Int: Bottleneck] = [:]
+
+    /// A link of limited rate with a drop-tail queue.
+    struct Bottleneck {
+        var bytesPerSecond: Double
+        /// The most queueing delay the queue holds; a datagram that would wait longer is dropped.
+        var queueLimit: TimeAmount
+        var busyUntil = NIODeadline.uptimeNanoseconds(0)
+        var dropped = 0
+
+        init(bytesPerSecond: Double, queueLimit: TimeAmount) {
+            self.bytesPerSecond = bytesPerSecond
+            self.queueLimit = queueLimit
+        }
+
+        /// When a datagram of `bytes` handed over at `now` has left, or nil when it is dropped.
+        mutating func departure(of bytes: Int, now: NIODeadline) -> NIODeadline? {
+            let start = max(now, self.busyUntil)
+            guard start - now <= self.queueLimit else {
+                self.dropped += 1
+                return nil
+            }
+            self.busyUntil = start + .nanoseconds(Int64(Double(bytes) / self.bytesPerSecond * 1e9))
+            return self.busyUntil
+        }
+    }
 
     static func address(_ host: Int, port: Int = 4000) -> SocketAddress {
         try! SocketAddress(ipAddress: "10.0.0.\(host)", port: port)
@@ -191,7 +219,12 @@ struct VirtualNetwork {
                 self.nodes[index].sent.append((destination, buffer))
             }
             let source = self.nodes[index].source(for: destination)
-            self.paths[index].submit(SimulatedDatagram(source: source, destination: destination, bytes: buffer), at: self.now)
+            var departure = self.now
+            if self.bottlenecks[index] != nil {
+                guard let leaves = self.bottlenecks[index]!.departure(of: buffer.readableBytes, now: self.now) else { continue }
+                departure = leaves
+            }
+            self.paths[index].submit(SimulatedDatagram(source: source, destination: destination, bytes: buffer), at: departure)
         }
         return any
     }
