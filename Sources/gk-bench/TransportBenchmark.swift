@@ -140,6 +140,8 @@ struct TransportBenchmark: ParsableCommand {
         var line: [String: Any] = ["work": item.name, "kind": item.isPingPong ? "latency" : "throughput"]
         if item.isPingPong {
             line["ratio_vs_enet"] = ratio(value("opengamekit", "p50_us"), value("enet", "p50_us"))
+            line["p50_ratio_vs_enet"] = line["ratio_vs_enet"]
+            line["p99_ratio_vs_enet"] = ratio(value("opengamekit", "p99_us"), value("enet", "p99_us"))
             line["ratio_vs_tcp"] = ratio(value("opengamekit", "p50_us"), value("tcp", "p50_us"))
             line["p50_ratio_vs_udp"] = ratio(value("opengamekit", "p50_us"), value("udp", "p50_us"))
             line["p99_ratio_vs_udp"] = ratio(value("opengamekit", "p99_us"), value("udp", "p99_us"))

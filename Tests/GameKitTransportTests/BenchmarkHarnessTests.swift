@@ -31,6 +31,11 @@ struct BenchmarkHarnessTests {
         let ratios = lines.filter { $0["impl"] == nil }
         #expect(ratios.count == 2)
         #expect(ratios.allSatisfy { $0["ratio_vs_enet"] is Double })
+        // The ping-pong's latency ratios against ENet and the kernel's UDP, by name.
+        let pingPong = try #require(ratios.first { $0["work"] as? String == "pingpong-unreliable-64" })
+        for key in ["p50_ratio_vs_enet", "p99_ratio_vs_enet", "p50_ratio_vs_udp", "p99_ratio_vs_udp"] {
+            #expect(pingPong[key] is Double, "\(key): \(pingPong)")
+        }
     }
 
     /// A timed work item through the impairment relay (5 ms each way, 5 % loss, seed 1): both
