@@ -150,11 +150,9 @@ extension LinkMachine {
         if let index = self.sentLog.index(of: largest) {
             let packet = self.sentLog[index]
             if packet.state == .outstanding {
-                let delay = min(TimeAmount.microseconds(Int64(min(ack.ackDelayMicroseconds, 1_000_000))), self.parameters.peerMaxAckDelay)
-                let sample = now - packet.timeSent
-                self.rtt.addSample(sample, ackDelay: delay)
-                let queued = sample - delay >= (self.rtt.minimum ?? .zero) ? sample - delay : sample
-                self.lossEvidence.onRTTSample(queued, now: now, smoothedRTT: self.rtt.smoothedOrInitial)
+                let delay = TimeAmount.microseconds(Int64(min(ack.ackDelayMicroseconds, 1_000_000)))
+                self.rtt.addSample(now - packet.timeSent, ackDelay: min(delay, self.parameters.peerMaxAckDelay))
+                self.lossEvidence.onRTTSample(self.rtt.latestAdjusted, now: now, smoothedRTT: self.rtt.smoothedOrInitial)
             }
         }
 

@@ -16,6 +16,8 @@ struct RTTEstimator: Sendable {
     /// RTTVAR.
     private(set) var variation: TimeAmount
     private(set) var latest: TimeAmount = .zero
+    /// The latest sample with the peer's acknowledgement delay taken off (as SRTT uses it).
+    private(set) var latestAdjusted: TimeAmount = .zero
     private(set) var minimum: TimeAmount?
 
     init(initialRTT: TimeAmount) {
@@ -34,6 +36,7 @@ struct RTTEstimator: Sendable {
         if sample - ackDelay >= minimum {
             adjusted = sample - ackDelay
         }
+        self.latestAdjusted = adjusted
         guard let smoothed = self.smoothed else {
             // RFC 6298 (2.2): SRTT <- R, RTTVAR <- R/2.
             self.smoothed = adjusted

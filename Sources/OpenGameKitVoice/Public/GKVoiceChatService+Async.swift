@@ -40,8 +40,7 @@ extension GKVoiceChatService {
     ///   stopped, and the other side hears it was cancelled) or when
     ///   ``stopVoiceChat(withParticipantID:)`` ends the chat before it starts.
     public func startVoiceChat(with participantID: String) async throws {
-        guard self.client != nil else { throw GKVoiceChatServiceError(.uninitializedClientError, "The voice chat service has no client: set `client` first.") }
-        guard !participantID.isEmpty else { throw GKVoiceChatServiceError(.invalidParameterError, "The participant ID is empty.") }
+        let participantID = try self.checkedParticipant(participantID)
         let callID = UInt32.random(in: 1...UInt32.max)
         try await self.waitForStart(participantID) { machine, now throws(GKVoiceChatServiceError) in
             try machine.start(participantID, callID: callID, now: now)

@@ -217,10 +217,21 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
     /// ``GKVoiceChatServiceError/Code/methodCurrentlyInvalidError`` while another chat is set up
     /// or runs. Inviting someone whose invitation is waiting accepts it.
     open func startVoiceChat(withParticipantID participantID: String!) throws {
-        guard self.client != nil else { throw GKVoiceChatServiceError(.uninitializedClientError) }
-        guard let participantID, !participantID.isEmpty else { throw GKVoiceChatServiceError(.invalidParameterError) }
+        let participantID = try self.checkedParticipant(participantID)
         let callID = UInt32.random(in: 1...UInt32.max)
         try self.perform { machine, now throws(GKVoiceChatServiceError) in try machine.start(participantID, callID: callID, now: now) }
+    }
+
+    /// `participantID`, if a chat with it may be started: a client is set and the ID is not
+    /// empty.
+    func checkedParticipant(_ participantID: String?) throws(GKVoiceChatServiceError) -> String {
+        guard self.client != nil else {
+            throw GKVoiceChatServiceError(.uninitializedClientError, "The voice chat service has no client: set `client` first.")
+        }
+        guard let participantID, !participantID.isEmpty else {
+            throw GKVoiceChatServiceError(.invalidParameterError, "The participant ID is empty.")
+        }
+        return participantID
     }
 
     /// Ends the chat (or the invitation) with `participantID`; the client's `didStop` follows
