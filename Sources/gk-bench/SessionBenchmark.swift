@@ -21,6 +21,8 @@ import Glibc
 /// - `fanout-64`: a server sends a 1000-byte reliable message to its 63 clients 60 times a
 ///   second; each message carries its send time, and each client's data handler notes the
 ///   delay. CPU is the whole process's (server and clients share it), as a share of one core.
+/// - `pingpong-unreliable-64`, `pingpong-reliable-64`: round trips through two sessions'
+///   `send` and data handlers, beside the kernel's UDP ping-pong (SessionPingPong.swift).
 struct SessionBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "session", abstract: "GKSession connect latency and 64-peer fan-out.")
 
@@ -42,6 +44,9 @@ struct SessionBenchmark: AsyncParsableCommand {
     @Option(help: "Clients in the fan-out (default 63).")
     var clients: Int = 63
 
+    @Option(help: "Ping-pong round trips (default 5000; 50 with --quick).")
+    var pings: Int?
+
     func run() async throws {
         try NetworkSandbox.requireIsolation()
         let rounds = self.rounds ?? (self.quick ? 5 : 200)
@@ -49,11 +54,14 @@ struct SessionBenchmark: AsyncParsableCommand {
         var lines: [[String: Any]] = []
         lines.append(try await Self.connect(rounds: rounds))
         lines.append(try await Self.fanout(clients: self.clients, seconds: seconds))
-        var table = "work          p50 ms    p99 ms    cpu %   delivered/expected   anchor\n"
+        let pings = self.pings ?? (self.quick ? 50 : 5000)
+        lines.append(try await Self.pingPong(mode: .unreliable, count: pings, size: 64))
+        lines.append(try await Self.pingPong(mode: .reliable, count: pings, size: 64))
+        var table = "work                      p50 ms    p99 ms    cpu %   delivered/expected   anchor\n"
         for line in lines {
             func number(_ key: String) -> String { (line[key] as? Double).map { String(format: "%8.3f", $0) } ?? "       -" }
             let anchor = line["anchor"].map { "\($0) p50 \(line["anchor_p50_ms"].map { String(format: "%.3f", $0 as? Double ?? 0) } ?? "-") ms, ratio \(line["ratio_vs_anchor"] ?? "-")" } ?? ""
-            table += "\((line["work"] as? String ?? "").padding(toLength: 12, withPad: " ", startingAt: 0))\(number("p50_ms"))  \(number("p99_ms"))  \(number("cpu_pct"))   \(line["delivered"] ?? "-")/\(line["expected"] ?? "-")   \(anchor)\n"
+            table += "\((line["work"] as? String ?? "").padding(toLength: 24, withPad: " ", startingAt: 0))\(number("p50_ms"))  \(number("p99_ms"))  \(number("cpu_pct"))   \(line["delivered"] ?? "-")/\(line["expected"] ?? "-")   \(anchor)\n"
             if self.json { emitJSONLine(line) }
         }
         table += "  -> connect target ≤ \(Self.connectTargetMilliseconds) ms plus delegate time (p50): \((lines[0]["p50_ms"] as? Double).map { $0 <= Self.connectTargetMilliseconds ? "met" : "missed" } ?? "n/a")\n"
@@ -191,7 +199,7 @@ struct SessionBenchmark: AsyncParsableCommand {
 }
 
 /// Notes when its session's peer connected; accepts requests when asked to.
-private final class Watcher: GKSessionDelegate, @unchecked Sendable {
+final class Watcher: GKSessionDelegate, @unchecked Sendable {
     private let state = NIOLockedValueBox<NIODeadline?>(nil)
     private let accept: Bool
     let queue = DispatchQueue(label: "bench watcher")

@@ -188,7 +188,7 @@ struct SessionProcessTests {
 @Suite("Session benchmark harness")
 struct SessionBenchmarkHarnessTests {
     @Test func sessionBenchmarkProducesCompleteJSON() async throws {
-        let result = try await SandboxScript.run("gk-bench session --quick --rounds 3 --clients 8 --json 2>/dev/null", timeout: 300)
+        let result = try await SandboxScript.run("gk-bench session --quick --rounds 3 --clients 8 --pings 50 --json 2>/dev/null", timeout: 300)
         let lines = Dictionary(result.objects.compactMap { object in (object["work"] as? String).map { ($0, object) } }) { first, _ in first }
         let connect = try #require(lines["connect"], "\(result.lines)")
         let fanout = try #require(lines["fanout-64"], "\(result.lines)")
@@ -199,6 +199,15 @@ struct SessionBenchmarkHarnessTests {
         #expect(connect["p50_ms"] is Double && connect["anchor_p50_ms"] is Double)
         #expect(fanout["cpu_pct"] is Double && (fanout["expected"] as? Int ?? 0) > 0)
         #expect(fanout["connected"] as? Int == 8)
+        // The ping-pongs through two sessions, beside the kernel's UDP ping-pong.
+        for work in ["pingpong-unreliable-64", "pingpong-reliable-64"] {
+            let line = try #require(lines[work], "\(result.lines)")
+            #expect(line["expected"] as? Int == 50 && (line["delivered"] as? Int ?? 0) > 0, "\(line)")
+            if work.contains("-reliable") { #expect(line["delivered"] as? Int == 50, "\(line)") }
+            for key in ["p50_us", "p99_us", "udp_p50_us", "udp_p99_us", "p50_ratio_vs_udp", "p99_ratio_vs_udp"] {
+                #expect(line[key] is Double, "\(key): \(line)")
+            }
+        }
     }
 
     /// `gk-bench lan` runs end to end: every signal's line with its figure names, no failed round.
