@@ -96,7 +96,10 @@ struct SessionBenchmark: AsyncParsableCommand {
                 failures += 1
             }
             client.disconnectFromAllPeers()
-            _ = await serverWatch.wait { server.peers(with: .stateConnected) == nil }
+            // `peers(with:)` answers an empty list (never nil) once nobody is connected.
+            if !(await serverWatch.wait { server.peers(with: .stateConnected)?.isEmpty != false }) {
+                failures += 1
+            }
         }
         await client.close()
         await server.close()
