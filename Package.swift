@@ -24,6 +24,10 @@ let package = Package(
             name: "PulseAudio",
             description: "PulseAudio devices for voice (libpulse). Without it, voice uses WAV files or the application's own devices, and libpulse is not linked."
         ),
+        .trait(
+            name: "OpenSSL",
+            description: "Data packets sealed and opened by OpenSSL's libcrypto (libssl-dev) with one cipher context per key: no allocation or key setup per packet. Off by default: swift-crypto does the same work with no system library."
+        ),
         .default(enabledTraits: ["PulseAudio"]),
     ],
     dependencies: [
@@ -49,6 +53,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .target(name: "COpenSSL", condition: .when(traits: ["OpenSSL"])),
             ]
         ),
         .target(
@@ -111,6 +116,8 @@ let package = Package(
         .systemLibrary(name: "COpus"),
         .systemLibrary(name: "CSpeexDSP"),
         .systemLibrary(name: "CPulse"),
+        // OpenSSL's libcrypto for the transport's optional packet-cipher backend (trait OpenSSL).
+        .systemLibrary(name: "COpenSSL"),
         // Its headers live in /usr/include/webrtc_audio_processing, reached through the symlink
         // Sources/CWebRTCShim/system (pkg-config would bring flags SwiftPM refuses, with warnings).
         .target(

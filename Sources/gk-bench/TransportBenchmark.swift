@@ -122,6 +122,10 @@ struct TransportBenchmark: ParsableCommand {
             projected[key] = line[key] ?? NSNull()
         }
         if let error = line["error"] { projected["error"] = error }
+        // Which cipher our link used, and what sealed it (swift-crypto, or OpenSSL with the trait).
+        if let link = line["link"] as? [String: Any] {
+            for key in ["cipher", "cipher_backend"] { projected[key] = link[key] }
+        }
         return projected
     }
 

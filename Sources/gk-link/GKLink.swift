@@ -35,13 +35,29 @@ struct TransportOptions: ParsableArguments {
     @Flag(help: "Do not use UDP segmentation/receive offload.")
     var noOffload = false
 
+    @Option(help: "Data-packet cipher: automatic (AES-256-GCM when both sides have hardware AES), chacha20-poly1305 or aes-256-gcm.")
+    var cipher: DataCipherPreference = .automatic
+
     var configuration: TransportConfiguration {
         var configuration = TransportConfiguration(password: self.password)
         configuration.disconnectTimeout = .nanoseconds(Int64(self.disconnectTimeout * 1e9))
         if let sendBuffer { configuration.sendBufferCapacity = sendBuffer }
         if let cookieThreshold { configuration.cookieThreshold = cookieThreshold }
         configuration.segmentationOffload = !self.noOffload
+        configuration.dataCipher = self.cipher
         return configuration
+    }
+}
+
+extension DataCipherPreference: ExpressibleByArgument {
+    /// "automatic", "chacha20-poly1305" or "aes-256-gcm".
+    public init?(argument: String) {
+        switch argument {
+        case "automatic": self = .automatic
+        case "chacha20-poly1305": self = .chaCha20Poly1305
+        case "aes-256-gcm": self = .aes256GCM
+        default: return nil
+        }
     }
 }
 

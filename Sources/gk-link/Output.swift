@@ -49,6 +49,7 @@ enum Output {
 
     static func statistics(_ stats: LinkStatistics) -> [String: Any] {
         [
+            "cipher": "\(stats.dataCipher)",
             "srtt_us": stats.smoothedRTT.map { Double($0.nanoseconds) / 1000 } ?? NSNull(),
             "rttvar_us": Double(stats.rttVariation.nanoseconds) / 1000,
             "cwnd": stats.congestionWindow,

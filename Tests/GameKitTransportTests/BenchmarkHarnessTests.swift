@@ -1,4 +1,5 @@
 import Foundation
+import GameKitTransport
 import NetworkImpairment
 import Testing
 
@@ -27,6 +28,11 @@ struct BenchmarkHarnessTests {
             } else {
                 #expect(delivered == expected, "\(line)")
             }
+        }
+        // Our lines say which cipher the link used and what ran it.
+        for line in measured where line["impl"] as? String == "opengamekit" {
+            #expect(["ChaCha20-Poly1305", "AES-256-GCM"].contains(line["cipher"] as? String ?? ""), "\(line)")
+            #expect(line["cipher_backend"] as? String == TransportEndpoint.packetCipherBackend, "\(line)")
         }
         let ratios = lines.filter { $0["impl"] == nil }
         #expect(ratios.count == 2)

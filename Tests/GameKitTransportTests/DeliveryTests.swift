@@ -533,13 +533,13 @@ struct DeliveryTests {
         let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(1)))
         let (sender, receiver) = network.openLink(from: a, to: b)!
         network.run(for: .milliseconds(200))
-        let key = network.nodes[b].machine.links[receiver.rawValue]!.machine.receiveKey
+        let opener = network.nodes[b].machine.links[receiver.rawValue]!.machine.opener
         final class Counter { var firstChunk = 0 }
         let counter = Counter()
         network.interceptor = { datagram in
             guard datagram.destination == VirtualNetwork.address(2),
                 datagram.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.data.rawValue,
-                let plaintext = AEAD.openPacket(datagram.bytes, key: key)
+                let plaintext = opener.open(datagram.bytes)
             else { return true }
             var reader = FrameReader(plaintext)
             while let frame = try? reader.next() {

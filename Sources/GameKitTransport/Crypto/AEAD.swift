@@ -8,14 +8,9 @@ import Foundation
 #endif
 
 /// ChaCha20-Poly1305 (RFC 8439) over ByteBuffers, with the protocol's 96-bit nonce: a 32-bit
-/// prefix then a 64-bit counter, both big-endian. Data packets use the receiver's link index and
-/// the packet number, which are exactly bytes 4..<16 of their header, so the nonce travels in the
-/// clear right before the ciphertext; handshake messages use prefix and counter zero (their keys
-/// are used once).
-///
-/// Every datagram after the handshake passes through here, so this is the hot path. Opening a
-/// data packet hands swift-crypto the datagram's own bytes from the nonce on (its cheapest,
-/// single-copy way in); sealing appends the ciphertext and tag in one write.
+/// prefix then a 64-bit counter, both big-endian. Handshake messages use prefix and counter zero
+/// (their keys are used once); the liveness messages use their own counters. Data packets go
+/// through ``PacketCipher`` instead, whose cipher the handshake chooses.
 enum AEAD {
     static let nonceSize = 12
 
@@ -57,19 +52,6 @@ enum AEAD {
         combined.writeImmutableBuffer(sealed)
         return header.withUnsafeReadableBytes { aad in
             combined.withUnsafeReadableBytes { Self.open(combined: $0, key: key, authenticating: aad) }
-        }
-    }
-
-    /// Opens a data packet: its 16-byte header is the additional data, and its bytes 4..<16 are
-    /// the nonce. Nil when it does not authenticate.
-    static func openPacket(_ datagram: ByteBuffer, key: SymmetricKey) -> ByteBuffer? {
-        guard datagram.readableBytes >= DataPacketHeader.size + WireSize.tag else { return nil }
-        return datagram.withUnsafeReadableBytes { bytes in
-            Self.open(
-                combined: UnsafeRawBufferPointer(rebasing: bytes[(DataPacketHeader.size - Self.nonceSize)...]),
-                key: key,
-                authenticating: UnsafeRawBufferPointer(rebasing: bytes[..<DataPacketHeader.size])
-            )
         }
     }
 

@@ -135,7 +135,11 @@ extension EndpointMachine {
             if self.replyLimiter.take(now: now) { self.outbox.append((address, withdrawn.cancel)) }
             return
         }
-        guard let initiator = self.initiators[index], let completion = initiator.complete(with: message) else {
+        guard
+            let initiator = self.initiators[index], let completion = initiator.complete(with: message),
+            // A response naming a cipher this side did not offer is ignored like an invalid one.
+            let cipher = DataCipher.chosen(inResponse: completion.peerParameters.dataCiphers, offer: self.localParameters.dataCiphers)
+        else {
             self.statistics.droppedStrayHandshake += 1
             return
         }
@@ -147,6 +151,7 @@ extension EndpointMachine {
             role: .initiator,
             remoteAddress: address,
             keys: completion.keys,
+            cipher: cipher,
             parameters: parameters,
             now: now
         ))

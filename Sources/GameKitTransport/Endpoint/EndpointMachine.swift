@@ -141,13 +141,16 @@ struct EndpointMachine {
         guard payload.readableBytes <= limit else { throw .payloadTooLarge(size: payload.readableBytes, limit: limit) }
         self.removeRequest(id)
         let index = self.allocateIndex()
+        let cipher = DataCipher.choice(forOffer: request.parameters.dataCiphers, preference: self.configuration.dataCipher)
+        var responseParameters = self.localParameters
+        responseParameters.dataCiphers = cipher.rawValue
         guard
             let (response, keys) = ResponderHandshake.respond(
                 initiatorEphemeral: request.ephemeralPublicKey,
                 initiatorIndex: request.source.index,
                 initiationWithoutMAC: request.initiationWithoutMAC,
                 localIndex: index,
-                parameters: self.localParameters,
+                parameters: responseParameters,
                 payload: payload,
                 psk: self.psk
             )
@@ -163,6 +166,7 @@ struct EndpointMachine {
             role: .responder,
             remoteAddress: request.source.address,
             keys: keys,
+            cipher: cipher,
             parameters: parameters,
             now: now
         ))

@@ -47,6 +47,11 @@ public struct TransportConfiguration: Sendable {
     /// False: every loss shrinks it, as classic CUBIC. Default true.
     public var toleratesRandomLoss = true
 
+    /// Which cipher protects data packets (PROTOCOL §3.7). By default AES-256-GCM when both
+    /// sides have hardware AES, else ChaCha20-Poly1305; both sides must allow AES-256-GCM for a
+    /// link to use it. Handshake messages always use ChaCha20-Poly1305.
+    public var dataCipher: DataCipherPreference = .automatic
+
     /// Reliable bytes the peer may send beyond what this side has delivered. Raised to at least
     /// the largest reliable message plus its length prefix.
     public var receiveWindow: Int = 4 << 20
@@ -121,7 +126,8 @@ public struct TransportConfiguration: Sendable {
             maxReliableMessageSize: UInt32(clamping: self.maxReliableMessageSize),
             maxUnreliableMessageSize: UInt32(clamping: self.maxUnreliableMessageSize),
             maxAckDelayMicroseconds: UInt32(clamping: self.maxAckDelay.nanoseconds / 1000),
-            maxDatagramSize: UInt16(clamping: self.maxDatagramSize)
+            maxDatagramSize: UInt16(clamping: self.maxDatagramSize),
+            dataCiphers: DataCipher.offer(preference: self.dataCipher)
         )
     }
 

@@ -54,7 +54,9 @@ final class EndpointCore: @unchecked Sendable {
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
     private var pendingEvents: [TransportEvent] = []
-    private var datagramsSinceCycle = 0
+    /// Datagrams read and not yet handed to the machine: the cycle hands them over together,
+    /// under the lock it takes anyway, instead of taking it once per datagram.
+    private var inbox: [(datagram: ByteBuffer, address: SocketAddress)] = []
     private var isFlushingForShutdown = false
     private var routes = RouteCheck()
     private var reopen: (@Sendable () async throws -> Channel)?
@@ -259,12 +261,20 @@ final class EndpointCore: @unchecked Sendable {
     }
 
     private func receive(_ datagram: ByteBuffer, from address: SocketAddress) {
-        let now = NIODeadline.now()
-        self.lock.withLock { self.machine.handleDatagram(datagram, from: address, now: now) }
-        self.datagramsSinceCycle += 1
-        if self.datagramsSinceCycle >= Self.datagramsPerAcknowledgement {
+        self.inbox.append((datagram, address))
+        if self.inbox.count >= Self.datagramsPerAcknowledgement {
             self.runCycle()
         }
+    }
+
+    /// Hands the datagrams read so far to the machine (lock held).
+    private func drainInboxLocked() {
+        guard !self.inbox.isEmpty else { return }
+        let now = NIODeadline.now()
+        for (datagram, address) in self.inbox {
+            self.machine.handleDatagram(datagram, from: address, now: now)
+        }
+        self.inbox.removeAll(keepingCapacity: true)
     }
 
     /// One cycle: events to the application and waiters resumed first, then every datagram
@@ -274,7 +284,6 @@ final class EndpointCore: @unchecked Sendable {
     @discardableResult
     func runCycle() -> Bool {
         self.eventLoop.preconditionInEventLoop()
-        self.datagramsSinceCycle = 0
         var rounds = 0
         var again = true
         while again, rounds < 4 {
@@ -282,6 +291,7 @@ final class EndpointCore: @unchecked Sendable {
             // 1. Events and waiters, handed over with the lock released.
             let (opened, released) = self.lock.withLock { () -> ([(OpenWaiter, Result<OpenedLink, TransportError>)], [SpaceWaiter]) in
                 self.inCycle = true
+                self.drainInboxLocked()
                 while let event = self.machine.popEvent() { self.pendingEvents.append(event) }
                 return (self.takeOpenWaitersLocked(), self.takeSpaceWaitersLocked())
             }

@@ -30,6 +30,10 @@ public final class TransportEndpoint: Sendable {
     /// The event loop events are delivered on.
     public var eventLoop: EventLoop { self.core.eventLoop }
 
+    /// What seals and opens data packets in this build: "swift-crypto", or "OpenSSL libcrypto"
+    /// with the package trait `OpenSSL`. Not visible on the wire.
+    public static var packetCipherBackend: String { PacketCipher.backendName }
+
     let core: EndpointCore
 
     private init(localAddress: SocketAddress, core: EndpointCore) {
@@ -100,7 +104,7 @@ public final class TransportEndpoint: Sendable {
         var bootstrap = DatagramBootstrap(group: core.eventLoop)
             .channelOption(.datagramVectorReadMessageCount, value: slots)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: slots * slotSize))
-            .channelOption(.maxMessagesPerRead, value: 4)
+            .channelOption(.maxMessagesPerRead, value: 1)
             .channelOption(.writeBufferWaterMark, value: .init(low: 1 << 20, high: 4 << 20))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

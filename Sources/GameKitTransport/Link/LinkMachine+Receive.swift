@@ -28,7 +28,7 @@ extension LinkMachine {
             self.statistics.duplicatePacketsDropped += 1
             return .duplicate
         }
-        guard let plaintext = AEAD.openPacket(datagram, key: self.receiveKey) else {
+        guard let plaintext = self.opener.open(datagram) else {
             return .unauthenticated
         }
         self.replayWindow.record(packetNumber)

@@ -179,14 +179,7 @@ extension LinkMachine {
         self.headerScratch.clear()
         DataPacketHeader(receiverIndex: self.remoteIndex, packetNumber: packet.packetNumber).encode(into: &self.headerScratch)
         output.writeImmutableBuffer(self.headerScratch)
-        AEAD.seal(
-            self.plaintext,
-            key: self.sendKey,
-            noncePrefix: self.remoteIndex,
-            counter: packet.packetNumber,
-            authenticating: self.headerScratch,
-            into: &output
-        )
+        self.sealer.seal(self.plaintext, header: self.headerScratch, into: &output)
         packet.size = output.writerIndex - start
         if packet.isAckEliciting { self.sentLog.append(packet) }
         self.nextPacketNumber += 1

@@ -35,8 +35,9 @@ struct LinkMachine {
     var remoteAddress: SocketAddress
     var state: State
 
-    let sendKey: SymmetricKey
-    let receiveKey: SymmetricKey
+    /// Data-packet protection, one per direction (PROTOCOL §2.2).
+    let sealer: PacketCipher
+    let opener: PacketCipher
 
     // MARK: Send side
     var nextPacketNumber: UInt64 = 0
@@ -117,6 +118,7 @@ struct LinkMachine {
         role: Role,
         remoteAddress: SocketAddress,
         keys: LinkKeys,
+        cipher: DataCipher = .chaCha20Poly1305,
         parameters: LinkParameters,
         now: NIODeadline
     ) {
@@ -127,14 +129,14 @@ struct LinkMachine {
         self.parameters = parameters
         switch role {
         case .initiator:
-            self.sendKey = keys.initiatorToResponder
-            self.receiveKey = keys.responderToInitiator
+            self.sealer = PacketCipher(cipher, key: keys.initiatorToResponder)
+            self.opener = PacketCipher(cipher, key: keys.responderToInitiator)
             self.state = .open
             // Confirms the handshake to the responder at once.
             self.pendingPing = true
         case .responder:
-            self.sendKey = keys.responderToInitiator
-            self.receiveKey = keys.initiatorToResponder
+            self.sealer = PacketCipher(cipher, key: keys.responderToInitiator)
+            self.opener = PacketCipher(cipher, key: keys.initiatorToResponder)
             self.state = .awaitingConfirmation(deadline: now + parameters.handshakeTimeout)
             self.responseSentAt = now
         }
@@ -265,6 +267,7 @@ struct LinkMachine {
         snapshot.minimumRTT = self.rtt.minimum
         snapshot.retransmissionTimeout = self.currentRetransmissionTimeout
         snapshot.congestionWindow = self.congestion.congestionWindow
+        snapshot.dataCipher = self.sealer.cipher
         snapshot.bytesInFlight = self.congestion.bytesInFlight
         snapshot.bytesQueued = self.bytesQueued
         snapshot.congestiveLosses = UInt64(self.congestion.congestiveLosses)

@@ -10,6 +10,8 @@ public struct LinkStatistics: Sendable, Equatable {
     public var minimumRTT: TimeAmount?
     /// The current retransmission timeout, back-off included.
     public var retransmissionTimeout: TimeAmount
+    /// The cipher protecting the link's data packets, chosen in the handshake.
+    public var dataCipher: DataCipher = .chaCha20Poly1305
     /// Congestion window in bytes.
     public var congestionWindow: Int
     /// Bytes sent and neither acknowledged nor declared lost.

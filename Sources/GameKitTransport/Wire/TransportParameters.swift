@@ -13,6 +13,10 @@ struct TransportParameters: Equatable, Sendable {
     var maxUnreliableMessageSize: UInt32
     var maxAckDelayMicroseconds: UInt32
     var maxDatagramSize: UInt16
+    /// The `data ciphers` field (PROTOCOL §3.7): in an initiation, one bit per ``DataCipher`` the
+    /// initiator accepts; in a response, the one the responder chose. 0 (a 0.1 peer, which wrote
+    /// it as reserved) means ChaCha20-Poly1305.
+    var dataCiphers: UInt16 = 0
 
     func encode(into buffer: inout ByteBuffer) {
         buffer.writeInteger(self.receiveWindow)
@@ -20,7 +24,7 @@ struct TransportParameters: Equatable, Sendable {
         buffer.writeInteger(self.maxUnreliableMessageSize)
         buffer.writeInteger(self.maxAckDelayMicroseconds)
         buffer.writeInteger(self.maxDatagramSize)
-        buffer.writeInteger(UInt16(0))  // reserved
+        buffer.writeInteger(self.dataCiphers)
     }
 
     /// Reads the parameters, or returns nil when they are truncated or out of range.
@@ -31,14 +35,15 @@ struct TransportParameters: Equatable, Sendable {
             let unreliable = buffer.readInteger(as: UInt32.self),
             let ackDelay = buffer.readInteger(as: UInt32.self),
             let datagram = buffer.readInteger(as: UInt16.self),
-            buffer.readInteger(as: UInt16.self) != nil
+            let ciphers = buffer.readInteger(as: UInt16.self)
         else { return nil }
         let parameters = TransportParameters(
             receiveWindow: window,
             maxReliableMessageSize: reliable,
             maxUnreliableMessageSize: unreliable,
             maxAckDelayMicroseconds: ackDelay,
-            maxDatagramSize: datagram
+            maxDatagramSize: datagram,
+            dataCiphers: ciphers
         )
         guard parameters.isValid else { return nil }
         return parameters
