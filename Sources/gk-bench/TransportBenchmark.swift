@@ -95,12 +95,30 @@ struct TransportBenchmark: ParsableCommand {
             table.addRatios(ratios)
             if self.json { Self.emit(ratios) }
         }
-        let rendered = table.render()
+        var rendered = table.render()
+        if selected?.contains("allocations") ?? true {
+            let line = Self.countAllocations(sandbox: sandbox, bursts: self.quick ? 3 : 10)
+            if self.json { Self.emit(line) }
+            func figure(_ key: String) -> String { (line[key] as? Double).map { String(format: "%.1f", $0) } ?? "-" }
+            rendered += "allocations per 1000-byte message, both sides: reliable \(figure("reliable")), unreliable \(figure("unreliable"))\n"
+        }
         if self.json {
             FileHandle.standardError.write(Data(rendered.utf8))
         } else {
             FileHandle.standardOutput.write(Data(rendered.utf8))
         }
+    }
+
+    /// `transport-allocations` in a namespace of its own, with the malloc interposer preloaded
+    /// (into gk-bench only: `env` sets it for the program it runs).
+    static func countAllocations(sandbox: String, bursts: Int) -> [String: Any] {
+        let child = ChildProcess(
+            sandbox,
+            ["--", "/usr/bin/env", "LD_PRELOAD=\(TransportAllocations.interposerPath)", ProjectLayout.executable, "transport-allocations", "--bursts", "\(bursts)"],
+            name: "allocations")
+        guard (try? child.start()) != nil else { return ["work": "allocations", "error": "could not start"] }
+        if !child.waitForExit(timeout: 120) { child.terminate() }
+        return child.lastJSONObject ?? ["work": "allocations", "error": "no result"]
     }
 
     /// A timed run: what the server received counts (the client hears the total only when all

@@ -10,7 +10,7 @@ import Testing
 struct BenchmarkHarnessTests {
     @Test func transportBenchmarkProducesCompleteJSONForEveryImplementation() async throws {
         let result = try await SandboxScript.run(
-            "gk-bench transport --quick --json --only reliable-1000,pingpong-unreliable-64 2>/dev/null",
+            "gk-bench transport --quick --json --only reliable-1000,pingpong-unreliable-64,allocations 2>/dev/null",
             timeout: 300
         )
         let lines = result.objects
@@ -34,7 +34,11 @@ struct BenchmarkHarnessTests {
             #expect(["ChaCha20-Poly1305", "AES-256-GCM"].contains(line["cipher"] as? String ?? ""), "\(line)")
             #expect(line["cipher_backend"] as? String == TransportEndpoint.packetCipherBackend, "\(line)")
         }
-        let ratios = lines.filter { $0["impl"] == nil }
+        // Allocations per message, counted with the malloc interposer (AllocationTests pins them).
+        let allocations = try #require(lines.first { $0["work"] as? String == "allocations" }, "\(lines)")
+        let perMessage = allocations["allocations_per_message"] as? [String: Any] ?? [:]
+        #expect(perMessage["reliable"] is Double && perMessage["unreliable"] is Double, "\(allocations)")
+        let ratios = lines.filter { $0["impl"] == nil && $0["work"] as? String != "allocations" }
         #expect(ratios.count == 2)
         #expect(ratios.allSatisfy { $0["ratio_vs_enet"] is Double })
         // The ping-pong's latency ratios against ENet and the kernel's UDP, by name.

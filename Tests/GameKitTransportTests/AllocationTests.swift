@@ -1,0 +1,34 @@
+import Foundation
+import NetworkImpairment
+import Testing
+
+/// Heap allocations per 1000-byte message in steady state, sender and receiver together, counted
+/// by ordo-one's malloc interposer in `gk-bench transport-allocations` (a count, not a time).
+/// The ceilings are the figures this build reached (debug: the tests' build) plus the spread seen
+/// between runs (acknowledgements and timers fall differently from run to run, ±1); a change that
+/// adds an allocation per message fails here.
+@Suite("Allocations per message")
+struct AllocationTests {
+    static let reliableCeiling = 34.0
+    static let unreliableCeiling = 37.5
+
+    @Test func steadyStateAllocationsStayWithinThePinnedFigures() async throws {
+        let interposer = SandboxScript.binaries.appendingPathComponent("libMallocInterposerSwift.so").path
+        let result = try await SandboxScript.run("env LD_PRELOAD=\(interposer) gk-bench transport-allocations --bursts 10", timeout: 120)
+        let line = try #require(result.objects.first { $0["work"] as? String == "allocations" }, "\(result.lines)")
+        let reliable = try #require(line["reliable"] as? Double, "\(line)")
+        let unreliable = try #require(line["unreliable"] as? Double, "\(line)")
+        #expect(line["reliable_delivered"] as? Int == 1000, "\(line)")
+        #expect((line["unreliable_delivered"] as? Int ?? 0) >= 900, "\(line)")
+        // Something was counted at all (the interposer was loaded and hooked).
+        #expect(reliable > 1 && unreliable > 1, "\(line)")
+        #expect(reliable <= Self.reliableCeiling, "reliable: \(reliable) allocations per message, pinned at \(Self.reliableCeiling)")
+        #expect(unreliable <= Self.unreliableCeiling, "unreliable: \(unreliable) allocations per message, pinned at \(Self.unreliableCeiling)")
+    }
+
+    @Test func withoutTheInterposerTheCommandRefusesToGuess() async throws {
+        let result = try await SandboxScript.run("gk-bench transport-allocations 2>&1", timeout: 60)
+        #expect(result.status == 2, "\(result.lines)")
+        #expect(result.lines.contains { $0.contains("LD_PRELOAD=") }, "\(result.lines)")
+    }
+}
