@@ -1,6 +1,6 @@
 // OpenSSL's libcrypto (EVP) for the transport's optional packet-cipher backend (package trait
-// "OpenSSL"). Only library calls: one cipher context per key, re-keyed with a new nonce per
-// packet, so a packet costs no allocation and no key setup.
+// "OpenSSL"). Only library calls: one cipher context per key, given a new nonce and direction
+// per packet (the key schedule stays), so a packet costs no allocation and no key setup.
 #if !__has_include(<openssl/evp.h>)
 #error "OpenSSL's headers are missing: install Debian's libssl-dev, or build without the OpenSSL trait"
 #endif
@@ -8,12 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// cipher: 1 = ChaCha20-Poly1305, 2 = AES-256-GCM. encrypt: 1 or 0. NULL on failure.
-static inline EVP_CIPHER_CTX *ogk_aead_new(int cipher, const uint8_t *key, int encrypt) {
+/// cipher: 1 = ChaCha20-Poly1305, 2 = AES-256-GCM. NULL on failure.
+static inline EVP_CIPHER_CTX *ogk_aead_new(int cipher, const uint8_t *key) {
     const EVP_CIPHER *type = cipher == 2 ? EVP_aes_256_gcm() : EVP_chacha20_poly1305();
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     if (ctx == NULL) return NULL;
-    if (EVP_CipherInit_ex(ctx, type, NULL, key, NULL, encrypt) != 1) {
+    if (EVP_CipherInit_ex(ctx, type, NULL, key, NULL, 1) != 1) {
         EVP_CIPHER_CTX_free(ctx);
         return NULL;
     }

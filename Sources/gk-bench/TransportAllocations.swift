@@ -14,7 +14,7 @@ import NetworkImpairment
 /// has been delivered; the counter runs from before the first send until the last delivery, so
 /// it covers both sides: the send call, sealing, the socket write, the read, opening,
 /// reassembly, the event to the application, and the acknowledgements flowing back. One line of
-/// JSON: `reliable` and `unreliable` allocations per message, and the bytes.
+/// JSON: `allocations_per_message` (`reliable`, `unreliable`), and the bytes per message.
 ///
 /// The counter only counts when the interposer is preloaded: `gk-bench transport` and the
 /// allocation test start this command with `LD_PRELOAD` naming `libMallocInterposerSwift.so`
@@ -46,6 +46,7 @@ struct TransportAllocations: AsyncParsableCommand {
         let link = try await sender.openLink(to: receiver.localAddress).id
         let message = ByteBuffer(repeating: 0x5A, count: self.size)
         var line: [String: Any] = ["work": "allocations", "size": self.size, "burst": self.burst, "bursts": self.bursts]
+        var perMessage: [String: Any] = [:]
         for mode in [SendMode.reliable, .unreliable] {
             // Warm-up: buffers, dictionaries and the congestion window reach their working sizes.
             for _ in 0..<self.bursts { _ = try await self.sendBurst(message, on: link, mode: mode, from: sender, to: arrivals) }
@@ -58,11 +59,11 @@ struct TransportAllocations: AsyncParsableCommand {
             MallocInterposerSwift.unhook()
             let statistics = MallocInterposerSwift.getStatistics()
             let name = mode == .reliable ? "reliable" : "unreliable"
-            line[name] = delivered > 0 ? Double(statistics.mallocCount) / Double(delivered) : NSNull()
+            perMessage[name] = delivered > 0 ? Double(statistics.mallocCount) / Double(delivered) : NSNull()
             line["\(name)_bytes"] = delivered > 0 ? Double(statistics.mallocBytesCount) / Double(delivered) : NSNull()
             line["\(name)_delivered"] = delivered
         }
-        line["allocations_per_message"] = ["reliable": line["reliable"] ?? NSNull(), "unreliable": line["unreliable"] ?? NSNull()]
+        line["allocations_per_message"] = perMessage
         try? sender.close(link)
         await sender.shutdown()
         await receiver.shutdown()

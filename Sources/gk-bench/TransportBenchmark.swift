@@ -99,7 +99,8 @@ struct TransportBenchmark: ParsableCommand {
         if selected?.contains("allocations") ?? true {
             let line = Self.countAllocations(sandbox: sandbox, bursts: self.quick ? 3 : 10)
             if self.json { Self.emit(line) }
-            func figure(_ key: String) -> String { (line[key] as? Double).map { String(format: "%.1f", $0) } ?? "-" }
+            let perMessage = line["allocations_per_message"] as? [String: Any] ?? [:]
+            func figure(_ key: String) -> String { (perMessage[key] as? Double).map { String(format: "%.1f", $0) } ?? "-" }
             rendered += "allocations per 1000-byte message, both sides: reliable \(figure("reliable")), unreliable \(figure("unreliable"))\n"
         }
         if self.json {

@@ -16,8 +16,9 @@ struct AllocationTests {
         let interposer = SandboxScript.binaries.appendingPathComponent("libMallocInterposerSwift.so").path
         let result = try await SandboxScript.run("env LD_PRELOAD=\(interposer) gk-bench transport-allocations --bursts 10", timeout: 120)
         let line = try #require(result.objects.first { $0["work"] as? String == "allocations" }, "\(result.lines)")
-        let reliable = try #require(line["reliable"] as? Double, "\(line)")
-        let unreliable = try #require(line["unreliable"] as? Double, "\(line)")
+        let perMessage = line["allocations_per_message"] as? [String: Any] ?? [:]
+        let reliable = try #require(perMessage["reliable"] as? Double, "\(line)")
+        let unreliable = try #require(perMessage["unreliable"] as? Double, "\(line)")
         #expect(line["reliable_delivered"] as? Int == 1000, "\(line)")
         #expect((line["unreliable_delivered"] as? Int ?? 0) >= 900, "\(line)")
         // Something was counted at all (the interposer was loaded and hooked).

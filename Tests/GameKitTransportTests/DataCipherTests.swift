@@ -114,6 +114,23 @@ struct DataCipherTests {
         }
     }
 
+    /// One cipher object may seal and open in turn (the OpenSSL backend keeps one context per key
+    /// and sets the direction per packet).
+    @Test(arguments: [DataCipher.chaCha20Poly1305, .aes256GCM])
+    func oneCipherSealsAndOpensInTurn(_ cipher: DataCipher) {
+        let both = PacketCipher(cipher, key: SymmetricKey(size: .bits256))
+        for packet in UInt64(0)..<4 {
+            let header = Self.header(receiver: 3, packet: packet)
+            let plaintext = ByteBuffer(repeating: UInt8(packet), count: 50 + Int(packet))
+            var datagram = header
+            both.seal(plaintext, header: header, into: &datagram)
+            #expect(both.open(datagram) == plaintext)
+            var changed = datagram
+            changed.setInteger(changed.getInteger(at: 20, as: UInt8.self)! ^ 0x80, at: 20)
+            #expect(both.open(changed) == nil)
+        }
+    }
+
     @Test(arguments: [DataCipher.chaCha20Poly1305, .aes256GCM])
     func anyChangedBitOrWrongKeyFailsToOpen(_ cipher: DataCipher) {
         let key = SymmetricKey(size: .bits256)

@@ -13,30 +13,22 @@ extension PacketCipher {
     static let preferredBackendName = "OpenSSL libcrypto"
 }
 
-/// OpenSSL's EVP AEAD with one context per key and direction, made when the link opens and given a
-/// fresh nonce per packet (ogk_aead_seal/open in Sources/COpenSSL/shim.h). The machine that
-/// owns the link serialises every call, so the contexts are never used at once.
+/// OpenSSL's EVP AEAD with one context per key, made when the link opens and given a fresh
+/// nonce and direction per packet (ogk_aead_seal/open in Sources/COpenSSL/shim.h). The machine
+/// that owns the link serialises every call, so the context is never used at once.
 final class OpenSSLPacketCipher: PacketCipherBackend, @unchecked Sendable {
-    private let sealing: OpaquePointer
-    private let opening: OpaquePointer
+    private let context: OpaquePointer
 
     init?(_ cipher: DataCipher, key: SymmetricKey) {
-        let made = key.withUnsafeBytes { key -> (OpaquePointer?, OpaquePointer?) in
-            let bytes = key.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            return (ogk_aead_new(Int32(cipher.rawValue), bytes, 1), ogk_aead_new(Int32(cipher.rawValue), bytes, 0))
+        let made = key.withUnsafeBytes { key in
+            ogk_aead_new(Int32(cipher.rawValue), key.baseAddress?.assumingMemoryBound(to: UInt8.self))
         }
-        guard let sealing = made.0, let opening = made.1 else {
-            made.0.map { ogk_aead_free($0) }
-            made.1.map { ogk_aead_free($0) }
-            return nil
-        }
-        self.sealing = sealing
-        self.opening = opening
+        guard let made else { return nil }
+        self.context = made
     }
 
     deinit {
-        ogk_aead_free(self.sealing)
-        ogk_aead_free(self.opening)
+        ogk_aead_free(self.context)
     }
 
     func seal(_ plaintext: ByteBuffer, header: ByteBuffer, into output: inout ByteBuffer) {
@@ -46,7 +38,7 @@ final class OpenSSLPacketCipher: PacketCipherBackend, @unchecked Sendable {
                 header.withUnsafeReadableBytes { aad in
                     let header = aad.baseAddress!.assumingMemoryBound(to: UInt8.self)
                     return ogk_aead_seal(
-                        self.sealing, header + 4, header, aad.count,
+                        self.context, header + 4, header, aad.count,
                         plain.baseAddress?.assumingMemoryBound(to: UInt8.self), length, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
                 }
             }
@@ -63,7 +55,7 @@ final class OpenSSLPacketCipher: PacketCipherBackend, @unchecked Sendable {
         datagram.withUnsafeReadableBytes { bytes in
             let base = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
             plaintext.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { out in
-                opened = ogk_aead_open(self.opening, base + 4, base, DataPacketHeader.size, base + DataPacketHeader.size, length, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                opened = ogk_aead_open(self.context, base + 4, base, DataPacketHeader.size, base + DataPacketHeader.size, length, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
                 return opened == 1 ? length : 0
             }
         }

@@ -67,24 +67,22 @@ struct SwiftCryptoPacketCipher: PacketCipherBackend {
     }
 
     func seal(_ plaintext: ByteBuffer, header: ByteBuffer, into output: inout ByteBuffer) {
-        let nonce = header.getSlice(at: header.readerIndex + 4, length: 12)!
         // Sealing cannot fail with a 256-bit key and a 96-bit nonce.
-        plaintext.withUnsafeReadableBytes { plain in
-            header.withUnsafeReadableBytes { aad in
-                nonce.withUnsafeReadableBytes { nonce in
-                    switch self.cipher {
-                    case .chaCha20Poly1305:
-                        let box = try! ChaChaPoly.seal(plain, using: self.key, nonce: try! ChaChaPoly.Nonce(data: nonce), authenticating: aad)
-                        output.writeBytes(box.ciphertext)
-                        output.writeBytes(box.tag)
-                    case .aes256GCM:
-                        let box = try! AES.GCM.seal(plain, using: self.key, nonce: try! AES.GCM.Nonce(data: nonce), authenticating: aad)
-                        output.writeBytes(box.ciphertext)
-                        output.writeBytes(box.tag)
-                    }
+        let (ciphertext, tag) = plaintext.withUnsafeReadableBytes { plain in
+            header.withUnsafeReadableBytes { aad -> (Data, Data) in
+                let nonce = UnsafeRawBufferPointer(rebasing: aad[4..<16])
+                switch self.cipher {
+                case .chaCha20Poly1305:
+                    let box = try! ChaChaPoly.seal(plain, using: self.key, nonce: try! ChaChaPoly.Nonce(data: nonce), authenticating: aad)
+                    return (box.ciphertext, box.tag)
+                case .aes256GCM:
+                    let box = try! AES.GCM.seal(plain, using: self.key, nonce: try! AES.GCM.Nonce(data: nonce), authenticating: aad)
+                    return (box.ciphertext, box.tag)
                 }
             }
         }
+        output.writeBytes(ciphertext)
+        output.writeBytes(tag)
     }
 
     func open(_ datagram: ByteBuffer) -> ByteBuffer? {

@@ -245,7 +245,8 @@ final class EndpointCore: @unchecked Sendable {
 
     // MARK: - Event loop side
 
-    /// Hands a received datagram (or receive-offload batch) to the machine.
+    /// Queues a received datagram (or each of a receive-offload batch) for the next cycle, which
+    /// runs at the end of the read or after ``datagramsPerAcknowledgement`` of them.
     func receive(_ envelope: AddressedEnvelope<ByteBuffer>) {
         let data = envelope.data
         guard let segmentSize = envelope.metadata?.segmentSize, segmentSize > 0, data.readableBytes > segmentSize else {

@@ -118,7 +118,7 @@ struct LinkMachine {
         role: Role,
         remoteAddress: SocketAddress,
         keys: LinkKeys,
-        cipher: DataCipher = .chaCha20Poly1305,
+        cipher: DataCipher,
         parameters: LinkParameters,
         now: NIODeadline
     ) {
