@@ -45,9 +45,30 @@ let package = Package(
     ],
     targets: [
         // MARK: - Lower modules (no Game Kit types)
+        // The datagram machine contract, the one NIO driver of every machine, and its sockets.
+        .target(
+            name: "GameKitMachine",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        // NAT traversal: STUN, TURN, ICE and the real-time (media) connection they set up.
+        .target(
+            name: "GameKitTraversal",
+            dependencies: [
+                "GameKitMachine",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "GameKitTransport",
             dependencies: [
+                "GameKitMachine",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -61,6 +82,7 @@ let package = Package(
         .target(
             name: "GameKitDiscovery",
             dependencies: [
+                "GameKitMachine",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -84,6 +106,7 @@ let package = Package(
         .target(
             name: "OpenGameKit",
             dependencies: [
+                "GameKitMachine",
                 "GameKitTransport",
                 "GameKitDiscovery",
                 .product(name: "Logging", package: "swift-log"),
@@ -97,7 +120,7 @@ let package = Package(
         .target(
             name: "OpenGameKitVoice",
             dependencies: [
-                "OpenGameKit", "GameKitTransport", "GameKitVoiceEngine",
+                "OpenGameKit", "GameKitTransport", "GameKitTraversal", "GameKitVoiceEngine",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -177,7 +200,7 @@ let package = Package(
         .executableTarget(
             name: "gk-voice",
             dependencies: [
-                "OpenGameKit", "OpenGameKitVoice", "GameKitTransport", "NetworkImpairment",
+                "OpenGameKit", "OpenGameKitVoice", "GameKitTransport", "GameKitTraversal", "NetworkImpairment",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -265,9 +288,29 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "GameKitMachineTests",
+            dependencies: [
+                "GameKitMachine",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "GameKitTraversalTests",
+            dependencies: [
+                "GameKitTraversal",
+                "GameKitMachine",
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
             name: "GameKitTransportTests",
             dependencies: [
                 "GameKitTransport",
+                "GameKitMachine",
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -279,6 +322,7 @@ let package = Package(
             name: "GameKitDiscoveryTests",
             dependencies: [
                 "GameKitDiscovery",
+                "GameKitMachine",
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -309,7 +353,7 @@ let package = Package(
         .testTarget(
             name: "OpenGameKitVoiceTests",
             dependencies: [
-                "OpenGameKitVoice", "OpenGameKit", "GameKitTransport", "GameKitVoiceEngine", "NetworkImpairment", "VoiceTestSupport",
+                "OpenGameKitVoice", "OpenGameKit", "GameKitTransport", "GameKitTraversal", "GameKitVoiceEngine", "NetworkImpairment", "VoiceTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

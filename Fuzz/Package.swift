@@ -30,7 +30,7 @@ let package = Package(
             ]
         ),
         harness("SessionWireFuzzer", library: "OpenGameKit"),
-        harness("TraversalFuzzer", library: "OpenGameKit"),
+        harness("TraversalFuzzer", library: "OpenGameKitVoice"),
         // The voice harnesses link the system audio libraries, as OpenGameKitVoice does.
         harness("VoiceSignalFuzzer", library: "OpenGameKitVoice"),
         harness("VoicePacketFuzzer", library: "OpenGameKitVoice"),

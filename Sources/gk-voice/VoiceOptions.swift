@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GameKitTransport
+import GameKitTraversal
 import OpenGameKitVoice
 
 /// The options every gk-voice command shares: servers, devices, timing.

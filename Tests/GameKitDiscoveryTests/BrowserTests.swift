@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 import Testing
 
@@ -127,7 +128,7 @@ struct BrowserTests {
         link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(ttl: 0)]), from: Self.foreign)
         #expect(Self.events(link).count == 2)
         var cache = link.nodes[0].machine.browser.cache
-        var random = DiscoveryRandom(seed: 1)
+        var random = MachineRandom(seed: 1)
         #expect(cache.insert(Self.ptr(ttl: 0), interfaceIndex: VirtualLink.interfaceIndex, now: link.now, random: &random) == .ignored)
         link.run(for: .milliseconds(500))
         link.inject(DNSMessage(isResponse: true, answers: [Self.ptr(ttl: 0)]), from: Self.foreign)

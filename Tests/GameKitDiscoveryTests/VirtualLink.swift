@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 import Testing
 
@@ -40,7 +41,7 @@ struct VirtualLink {
         let index = self.nodes.count
         let bytes = IPv4Bytes(10, 0, 0, UInt8(index + 1))
         let interface = NetworkInterface(index: Self.interfaceIndex, name: "vlink", ipv4: [bytes])
-        var machine = DiscoveryMachine(hostLabel: hostLabel ?? "host\(index)", random: DiscoveryRandom(seed: seed ?? UInt64(index + 1) * 7919))
+        var machine = DiscoveryMachine(hostLabel: hostLabel ?? "host\(index)", random: MachineRandom(seed: seed ?? UInt64(index + 1) * 7919))
         machine.setInterfaces([interface], now: self.now)
         let address = try! SocketAddress(ipAddress: "10.0.0.\(index + 1)", port: MulticastDNSAddress.port)
         self.nodes.append(Node(machine: machine, address: address, interface: interface))
@@ -78,7 +79,7 @@ struct VirtualLink {
             // advances in a row with nothing received would make a real event loop spin.
             var clear = false
             for _ in 0..<3 {
-                for index in self.nodes.indices { self.nodes[index].machine.advance(now: self.now) }
+                for index in self.nodes.indices { self.nodes[index].machine.handleTimeout(now: self.now) }
                 self.pump()
                 if self.nodes.compactMap(\.machine.nextDeadline).allSatisfy({ $0 > self.now }) {
                     clear = true
@@ -91,7 +92,7 @@ struct VirtualLink {
             }
         }
         self.now = end
-        for index in self.nodes.indices { self.nodes[index].machine.advance(now: self.now) }
+        for index in self.nodes.indices { self.nodes[index].machine.handleTimeout(now: self.now) }
         self.pump()
     }
 

@@ -574,9 +574,9 @@ struct DeliveryTests {
             peer.machine.probePending = true
             var datagram = ByteBuffer()
             #expect(peer.machine.pollTransmit(now: now, into: &datagram))
-            network.nodes[a].machine.handleDatagram(datagram, from: network.nodes[b].address, now: now)
+            network.nodes[a].machine.handle(datagram: datagram, from: network.nodes[b].address, now: now)
             var dropped = ByteBuffer()
-            while network.nodes[a].machine.pollDatagram(now: now, into: &dropped) != nil { dropped.clear() }
+            while network.nodes[a].machine.pollTransmit(now: now, into: &dropped) != nil { dropped.clear() }
         }
         let link = network.nodes[a].machine.links[sender.rawValue]!.machine
         #expect(link.statistics.packetsReceived >= 5000)

@@ -147,20 +147,6 @@ struct EndpointTests {
         await first.shutdown()
     }
 
-    /// The same for a real-time (voice) connection's socket.
-    @Test func aRealTimePortInUseCannotBeBoundAgain() async throws {
-        try NetworkSandbox.requireIsolation()
-        var configuration = RealTimeConnection.Configuration()
-        configuration.bindAddress = "127.0.0.1"
-        let first = try await RealTimeConnection.open(configuration: configuration)
-        configuration.port = Int(first.localAddress.port)
-        await #expect(throws: (any Error).self) {
-            let second = try await RealTimeConnection.open(configuration: configuration)
-            second.close()
-        }
-        first.close()
-    }
-
     @Test func aSocketClosedUnderTheEndpointIsReopenedAndLinksCarryOn() async throws {
         let serverEvents = EventRecorder()
         let server = try await TransportEndpoint.loopback(serverEvents)

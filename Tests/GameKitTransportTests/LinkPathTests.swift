@@ -69,7 +69,7 @@ struct LinkPathTests {
         // The driver found no route to the peer's network-0 address.
         net.nodes[0].machine.handleUnroutable(VirtualNetwork.address(2), now: net.now) { VirtualNetwork.network(of: $0) != 0 }
         #expect(Self.moves(net.nodes[0]) == [])  // events are collected by the driver's next poll
-        #expect(net.nodes[0].machine.popEvent().map { if case .linkMoved(a, VirtualNetwork.address(2), VirtualNetwork.address(2, network: 1)) = $0 { true } else { false } } == true)
+        #expect(net.nodes[0].machine.pollEvent().map { if case .linkMoved(a, VirtualNetwork.address(2), VirtualNetwork.address(2, network: 1)) = $0 { true } else { false } } == true)
         #expect(Self.remote(net, 0, a) == VirtualNetwork.address(2, network: 1))
         // Its PING reaches the peer at once, which follows it to network 1.
         net.nodes[0].outgoing.append((a, .numbered(1, size: 100), .reliable))

@@ -69,7 +69,7 @@ struct LivenessTests {
         #expect(held.count == LivenessWatcher.probesBeforeSilence)
         let due = net.nodes[0].machine.livenessWatcher.watches[id]!.nextProbe
         net.now = due + .seconds(2)
-        net.nodes[0].machine.handleTimeouts(now: net.now)
+        net.nodes[0].machine.handleTimeout(now: net.now)
         #expect(Self.changes(net.nodes[0]) == [])
         #expect(net.nodes[0].machine.endpointStatistics.livenessVerdictsDeferred == 1)
         if answersWereWaiting {

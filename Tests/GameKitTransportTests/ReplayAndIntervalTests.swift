@@ -1,3 +1,4 @@
+import GameKitMachine
 import Testing
 
 @testable import GameKitTransport

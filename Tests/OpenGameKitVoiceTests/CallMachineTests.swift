@@ -1,4 +1,5 @@
 import GameKitTransport
+import GameKitTraversal
 import NIOCore
 import Testing
 

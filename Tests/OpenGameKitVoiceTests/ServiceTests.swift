@@ -1,5 +1,6 @@
 import Foundation
 import GameKitTransport
+import GameKitTraversal
 import GameKitVoiceEngine
 import NIOConcurrencyHelpers
 import Testing

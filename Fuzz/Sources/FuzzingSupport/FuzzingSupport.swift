@@ -1,5 +1,6 @@
 // What the harnesses share: the process entry point that hands control to libFuzzer, and the
 // selector byte and record framing of the harnesses that take one message or a sequence.
+@_spi(Fuzzing) import GameKitMachine
 @_spi(Fuzzing) import GameKitTransport
 import LibFuzzerDriver
 

@@ -1,4 +1,4 @@
-// libFuzzer harness for NAT traversal's network input (GameKitTransport): STUN, TURN and ICE
+// libFuzzer harness for NAT traversal's network input (GameKitTraversal): STUN, TURN and ICE
 // messages and the real-time connection's socket.
 //
 // The first input byte selects what the rest is (`runSelected`); it is not part of any datagram:
@@ -15,7 +15,7 @@
 //              checks (or seal media) so mutations get past authentication, and moves the clock
 //              (see `TraversalFuzzingEntryPoints.receive`). Every datagram is also decoded as above.
 @_spi(Fuzzing) import FuzzingSupport
-@_spi(Fuzzing) import GameKitTransport
+@_spi(Fuzzing) import GameKitTraversal
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

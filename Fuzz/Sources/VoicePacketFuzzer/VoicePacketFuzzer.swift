@@ -12,6 +12,7 @@
 //              report must survive the round trip too.
 @_spi(Fuzzing) import FuzzingSupport
 import GameKitVoiceEngine
+@_spi(Fuzzing) import GameKitMachine
 @_spi(Fuzzing) import GameKitTransport
 
 @_cdecl("LLVMFuzzerTestOneInput")

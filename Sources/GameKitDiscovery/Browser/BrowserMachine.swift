@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 
 /// The multicast DNS browser, without I/O: continuous querying for service types, the record
@@ -16,7 +17,7 @@ struct BrowserMachine: Sendable {
         /// When the last query went (or counted as gone); the start of the current gap.
         var last: NIODeadline
 
-        init(now: NIODeadline, random: inout DiscoveryRandom) {
+        init(now: NIODeadline, random: inout MachineRandom) {
             self.next = now + random.milliseconds(Self.firstDelay)
             self.interval = Self.firstInterval
             self.last = now
@@ -54,12 +55,12 @@ struct BrowserMachine: Sendable {
     private var reportedHosts: Set<DNSName> = []
     private var resolving: [DNSName: ResolveSchedule] = [:]
     private(set) var interfaces: [Int: NetworkInterface] = [:]
-    var random: DiscoveryRandom
+    var random: MachineRandom
 
     private(set) var outgoing: [OutgoingMessage] = []
     private(set) var events: [BrowseEvent] = []
 
-    init(random: DiscoveryRandom) {
+    init(random: MachineRandom) {
         self.random = random
     }
 
@@ -222,7 +223,7 @@ struct BrowserMachine: Sendable {
     /// Each query sent counts as unanswered for the cached records it asks for without listing
     /// them as known answers, as another host's query would: a record whose owner stopped
     /// answering is flushed two unanswered queries later (§10.4), not only when its TTL runs out.
-    mutating func advance(now: NIODeadline) {
+    mutating func handleTimeout(now: NIODeadline) {
         let (expiredEntries, refreshes) = self.cache.advance(now: now, interesting: self.isInteresting)
         let expired = !expiredEntries.isEmpty
 
@@ -230,22 +231,23 @@ struct BrowserMachine: Sendable {
         func ask(_ question: DNSQuestion, on index: Int) {
             if !(questions[index]?.contains(question) ?? false) { questions[index, default: []].append(question) }
         }
-        for (type, schedule) in self.browses where schedule.next <= now {
+        // Sorted, so that a seeded run sends the same messages in the same order.
+        for (type, schedule) in self.browses.sorted(by: { $0.key.domainName.description < $1.key.domainName.description }) where schedule.next <= now {
             var updated = schedule
             updated.sent(now: now)
             self.browses[type] = updated
-            for index in self.interfaces.keys { ask(DNSQuestion(name: type.domainName, type: .ptr), on: index) }
+            for index in self.interfaces.keys.sorted() { ask(DNSQuestion(name: type.domainName, type: .ptr), on: index) }
         }
         for (index, question) in refreshes where self.interfaces[index] != nil {
             ask(question, on: index)
         }
-        for (name, schedule) in self.resolving where schedule.next.map({ $0 <= now }) ?? false {
+        for (name, schedule) in self.resolving.sorted(by: { $0.key.description < $1.key.description }) where schedule.next.map({ $0 <= now }) ?? false {
             var updated = schedule
             updated.sent += 1
             updated.next = updated.sent >= ResolveSchedule.attempts ? nil : now + .seconds(Int64(1) << (updated.sent - 1))
             self.resolving[name] = updated
             for question in self.missingRecords(of: name, now: now) {
-                for index in self.interfaces.keys { ask(question, on: index) }
+                for index in self.interfaces.keys.sorted() { ask(question, on: index) }
             }
         }
         for (index, list) in questions.sorted(by: { $0.key < $1.key }) {
@@ -266,6 +268,11 @@ struct BrowserMachine: Sendable {
     mutating func takeEvents() -> [BrowseEvent] {
         defer { self.events.removeAll() }
         return self.events
+    }
+
+    /// The next event, in order.
+    mutating func popEvent() -> BrowseEvent? {
+        self.events.isEmpty ? nil : self.events.removeFirst()
     }
 
     // MARK: - Resolution

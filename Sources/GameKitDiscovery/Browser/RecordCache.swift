@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 
 /// Records heard on the network, with their expiry (RFC 6762 §5.2, §10).
@@ -91,7 +92,7 @@ struct RecordCache: Sendable {
 
     /// Adds or refreshes `record` heard on `interfaceIndex` at `now`.
     @discardableResult
-    mutating func insert(_ record: DNSResourceRecord, interfaceIndex: Int, now: NIODeadline, random: inout DiscoveryRandom) -> Change {
+    mutating func insert(_ record: DNSResourceRecord, interfaceIndex: Int, now: NIODeadline, random: inout MachineRandom) -> Change {
         var stored = record
         stored.cacheFlush = false
         let key = Key(interfaceIndex: interfaceIndex, name: record.name, data: record.data)

@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 
 /// The multicast DNS responder, without I/O: registered services, their claims on unique names,
@@ -30,7 +31,7 @@ struct ResponderMachine: Sendable {
     private let baseHostLabel: String
     private var hostRenameCount = 1
     private(set) var interfaces: [Int: NetworkInterface] = [:]
-    var random: DiscoveryRandom
+    var random: MachineRandom
 
     /// When each record was last multicast on each interface (RFC 6762 §6: at most once a second).
     var lastMulticast: [RecordKey: NIODeadline] = [:]
@@ -72,7 +73,7 @@ struct ResponderMachine: Sendable {
     }
 
     /// - Parameter hostLabel: the first label of the host name, e.g. `alice-pc-3f2a`.
-    init(hostLabel: String, random: DiscoveryRandom) {
+    init(hostLabel: String, random: MachineRandom) {
         self.baseHostLabel = hostLabel
         self.random = random
     }
@@ -186,7 +187,7 @@ struct ResponderMachine: Sendable {
 
     // MARK: - Time
 
-    /// The earliest time the machine needs `advance` to run.
+    /// The earliest time the machine needs ``handleTimeout(now:)`` to run.
     var nextDeadline: NIODeadline? {
         var deadlines: [NIODeadline] = self.services.values.compactMap(\.claim.deadline)
         if let host = self.host?.deadline { deadlines.append(host) }
@@ -195,7 +196,7 @@ struct ResponderMachine: Sendable {
     }
 
     /// Runs everything due by `now`: probes, announcements, delayed answers.
-    mutating func advance(now: NIODeadline) {
+    mutating func handleTimeout(now: NIODeadline) {
         var probeNames: [(claim: DNSName, first: Bool, records: (NetworkInterface) -> [DNSResourceRecord])] = []
         var announce: [(NetworkInterface) -> [DNSResourceRecord]] = []
 
@@ -284,6 +285,11 @@ struct ResponderMachine: Sendable {
     mutating func takeEvents() -> [ResponderEvent] {
         defer { self.events.removeAll() }
         return self.events
+    }
+
+    /// The next event, in order.
+    mutating func popEvent() -> ResponderEvent? {
+        self.events.isEmpty ? nil : self.events.removeFirst()
     }
 
     // MARK: - Records

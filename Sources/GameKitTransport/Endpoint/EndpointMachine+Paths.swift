@@ -10,7 +10,7 @@ extension EndpointMachine {
     /// The driver dropped datagrams to `address` for lack of a route (an interface went down):
     /// every open link sending there moves to the next of its peer's addresses that `isUsable`
     /// accepts, at once.
-    mutating func handleUnroutable(_ address: SocketAddress, now: NIODeadline, isUsable: (SocketAddress) -> Bool) {
+    mutating func handleUnroutable(_ address: SocketAddress, now: NIODeadline, isRoutable isUsable: (SocketAddress) -> Bool) {
         for index in self.links.keys.sorted() {
             guard let slot = self.links[index], slot.machine.state == .open, slot.machine.remoteAddress == address,
                 !slot.machine.alternateAddresses.isEmpty

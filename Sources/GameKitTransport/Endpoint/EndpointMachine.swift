@@ -1,5 +1,6 @@
 import Crypto
 import DequeModule
+import GameKitMachine
 import NIOCore
 
 /// A link held by reference, so that looking one up never copies its state (a dictionary of
@@ -22,7 +23,7 @@ let endpointClosingCode: UInt16 = 0xFFFD
 /// The NIO layer (``TransportEndpoint``) feeds it received datagrams and the time, asks it for
 /// datagrams to send and for its next deadline, and hands its events to the application. Tests
 /// drive two of them against each other through an in-memory network with a virtual clock.
-struct EndpointMachine {
+struct EndpointMachine: DatagramMachine {
     /// How long a request waits after the initiator's last repeat before it is considered gone
     /// (the initiator repeats at least every 2 seconds).
     static let requestLifetime = TimeAmount.seconds(6)
@@ -57,10 +58,16 @@ struct EndpointMachine {
     /// The time of the latest call that passed one (for bookkeeping inside event collection).
     private(set) var lastNow: NIODeadline
     private var transmitOrder: [UInt32] = []
+    private var timeoutOrder: [UInt32] = []
     private var transmitPosition = 0
     private var scratchEvents: [LinkEvent] = []
+    /// Link indexes come from here.
+    private var random: MachineRandom
 
-    init(configuration: TransportConfiguration, now: NIODeadline, random: any RandomNumberGenerator = SystemRandomNumberGenerator()) throws(TransportError) {
+    /// Link indexes and probe timing and nonces are drawn from `random`: the system's
+    /// generator, or a seeded one that makes a test repeat (keys always come from the system's).
+    init(configuration: TransportConfiguration, now: NIODeadline, random: MachineRandom = .system()) throws(TransportError) {
+        var random = random
         try configuration.validate()
         self.configuration = configuration
         self.psk = PreSharedKey(password: configuration.preSharedKey)
@@ -77,7 +84,8 @@ struct EndpointMachine {
             livenessKey = Curve25519.KeyAgreement.PrivateKey()
         }
         self.livenessResponder = LivenessResponder(privateKey: livenessKey, psk: self.psk)
-        self.livenessWatcher = LivenessWatcher(random: random)
+        self.livenessWatcher = LivenessWatcher(random: random.split())
+        self.random = random
     }
 
     // MARK: - Liveness
@@ -248,13 +256,13 @@ struct EndpointMachine {
     /// Shuts everything down at once: links closed with CLOSE frames (in `shutdownCloseCopies`
     /// packets each), initiations withdrawn, pending requests denied.
     mutating func closeAll(now: NIODeadline) {
-        for index in Array(self.initiators.keys) {
+        for index in self.initiators.keys.sorted() {
             self.withdraw(index, reason: .cancelled, error: .endpointClosed, now: now)
         }
-        for id in Array(self.requests.keys) {
+        for id in self.requests.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             try? self.deny(id, code: endpointClosingCode, now: now)
         }
-        for index in Array(self.links.keys) {
+        for index in self.links.keys.sorted() {
             self.links[index]!.machine.abort(code: endpointClosingCode, reason: .endpointClosed, copies: Self.shutdownCloseCopies, now: now)
             self.collectEvents(of: index)
         }
@@ -284,13 +292,13 @@ struct EndpointMachine {
 
     var hasPendingEvents: Bool { !self.events.isEmpty }
 
-    mutating func popEvent() -> TransportEvent? {
+    mutating func pollEvent() -> TransportEvent? {
         self.events.popFirst()
     }
 
     // MARK: - Datagrams in
 
-    mutating func handleDatagram(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+    mutating func handle(datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
         self.lastNow = now
         self.statistics.datagramsReceived += 1
         guard
@@ -352,21 +360,17 @@ struct EndpointMachine {
 
     var nextDeadline: NIODeadline? {
         var deadline: NIODeadline?
-        func consider(_ candidate: NIODeadline?) {
-            guard let candidate else { return }
-            deadline = min(deadline ?? candidate, candidate)
-        }
-        for initiator in self.initiators.values { consider(initiator.nextDeadline) }
-        for request in self.requests.values { consider(request.lastSeen + Self.requestLifetime) }
-        for answer in self.answered.values { consider(answer.until) }
-        for withdrawn in self.withdrawnInitiations.values { consider(withdrawn.until) }
-        for slot in self.links.values { consider(slot.machine.nextDeadline) }
-        consider(self.cookies.nextRotation)
-        consider(self.livenessWatcher.nextDeadline)
+        for initiator in self.initiators.values { deadline = deadline.earliest(initiator.nextDeadline) }
+        for request in self.requests.values { deadline = deadline.earliest(request.lastSeen + Self.requestLifetime) }
+        for answer in self.answered.values { deadline = deadline.earliest(answer.until) }
+        for withdrawn in self.withdrawnInitiations.values { deadline = deadline.earliest(withdrawn.until) }
+        for slot in self.links.values { deadline = deadline.earliest(slot.machine.nextDeadline) }
+        deadline = deadline.earliest(self.cookies.nextRotation)
+        deadline = deadline.earliest(self.livenessWatcher.nextDeadline)
         return deadline
     }
 
-    mutating func handleTimeouts(now: NIODeadline) {
+    mutating func handleTimeout(now: NIODeadline) {
         self.lastNow = now
         self.cookies.rotateIfNeeded(now: now)
         self.livenessResponder.expire(now: now)
@@ -375,21 +379,26 @@ struct EndpointMachine {
             now: now, proberKey: proberKey,
             probe: { address, datagram in self.outbox.append((address, datagram)) },
             changed: { id, alive in self.events.append(.liveness(id, alive: alive)) })
-        for index in Array(self.initiators.keys) {
+        // In index order everywhere: a seeded run repeats exactly.
+        for index in self.initiators.keys.sorted() {
             switch self.initiators[index]!.handleTimeout(now: now) {
             case .none: break
             case .retransmit(let datagram): self.outbox.append((self.initiators[index]!.remoteAddress, datagram))
             case .fail: self.withdraw(index, reason: .timedOut, error: .timedOut, now: now)
             }
         }
-        for (id, request) in self.requests where now >= request.lastSeen + Self.requestLifetime {
+        for (id, request) in self.requests.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where now >= request.lastSeen + Self.requestLifetime {
             self.removeRequest(id)
             self.events.append(.connectionRequestWithdrawn(id, .expired))
         }
         self.answered = self.answered.filter { now < $0.value.until }
         self.withdrawnInitiations = self.withdrawnInitiations.filter { now < $0.value.until }
-        for (index, slot) in self.links {
-            guard let deadline = slot.machine.nextDeadline, deadline <= now else { continue }
+        // Into a kept array, not `sorted()`: no allocation per timeout.
+        self.timeoutOrder.removeAll(keepingCapacity: true)
+        self.timeoutOrder.append(contentsOf: self.links.keys)
+        self.timeoutOrder.sort()
+        for index in self.timeoutOrder {
+            guard let slot = self.links[index], let deadline = slot.machine.nextDeadline, deadline <= now else { continue }
             slot.machine.handleTimeout(now: now)
             self.collectEvents(of: index)
             if slot.machine.isClosed {
@@ -404,7 +413,7 @@ struct EndpointMachine {
     /// link has had its turn (call again for a new round). Handshake messages go first; then each
     /// link sends all it may before the next link's turn, so that consecutive datagrams share a
     /// destination (which is what segmentation offload batches).
-    mutating func pollDatagram(now: NIODeadline, into output: inout ByteBuffer) -> SocketAddress? {
+    mutating func pollTransmit(now: NIODeadline, into output: inout ByteBuffer) -> SocketAddress? {
         if let (address, datagram) = self.outbox.popFirst() {
             output.writeImmutableBuffer(datagram)
             self.statistics.datagramsSent += 1
@@ -413,6 +422,7 @@ struct EndpointMachine {
         if self.transmitPosition == 0 {
             self.transmitOrder.removeAll(keepingCapacity: true)
             self.transmitOrder.append(contentsOf: self.links.keys)
+            self.transmitOrder.sort()
         }
         while self.transmitPosition < self.transmitOrder.count {
             let index = self.transmitOrder[self.transmitPosition]
@@ -497,7 +507,7 @@ struct EndpointMachine {
     /// A random nonzero index used by no link, handshake or recently withdrawn handshake.
     mutating func allocateIndex() -> UInt32 {
         while true {
-            let candidate = UInt32.random(in: 1...UInt32.max)
+            let candidate = UInt32.random(in: 1...UInt32.max, using: &self.random)
             if self.links[candidate] == nil, self.initiators[candidate] == nil, self.withdrawnInitiations[candidate] == nil {
                 return candidate
             }

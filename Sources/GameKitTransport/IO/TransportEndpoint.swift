@@ -71,7 +71,7 @@ public final class TransportEndpoint: Sendable {
         let eventLoop = group.next()
         let offload = configuration.segmentationOffload && System.supportsUDPSegmentationOffload
         var logger = configuration.logger
-        let core = EndpointCore(machine: machine, eventLoop: eventLoop, segmentationOffload: offload, logger: logger, onEvent: onEvent)
+        let core = EndpointCore(machine: machine, eventLoop: eventLoop, logger: logger, onEvent: onEvent)
         let channel = try await Self.openSocket(at: address, for: core, configuration: configuration)
         guard let local = channel.localAddress else {
             try? await channel.close()
@@ -79,7 +79,7 @@ public final class TransportEndpoint: Sendable {
         }
         // A socket closed under the endpoint is bound again at the same address and port.
         try await eventLoop.submit {
-            core.attach(channel) { try await Self.openSocket(at: local, for: core, configuration: configuration) }
+            core.attach(channel, segmentationOffload: offload) { try await Self.openSocket(at: local, for: core, configuration: configuration) }
             if let interval = configuration.metricsInterval {
                 core.startMetrics(
                     factory: configuration.metricsFactory ?? MetricsSystem.factory, interval: interval,
@@ -108,7 +108,7 @@ public final class TransportEndpoint: Sendable {
             .channelOption(.writeBufferWaterMark, value: .init(low: 1 << 20, high: 4 << 20))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(EndpointChannelHandler(core: core))
+                    try channel.pipeline.syncOperations.addHandler(core.makeChannelHandler())
                 }
             }
         if receiveOffload {

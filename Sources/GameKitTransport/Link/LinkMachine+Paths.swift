@@ -4,7 +4,7 @@ import NIOCore
 ///
 /// The application gives a link the peer's other addresses (discovery knows them). The link
 /// moves to the next one, and sends a PING there at once, when its current address has no route
-/// (the endpoint reports it, ``EndpointMachine/handleUnroutable(_:now:isUsable:)``) or when
+/// (the endpoint reports it, ``EndpointMachine/handleUnroutable(_:now:isRoutable:)``) or when
 /// nothing has answered what it sent for ``failoverDelay``. The peer follows by itself: an
 /// authenticated packet from a new address moves its side of the link there (the same rule that
 /// follows a NAT rebinding). So does this side, which keeps whatever address answers.

@@ -1,13 +1,10 @@
+import GameKitMachine
 import NIOCore
 
 extension LinkMachine {
     /// The earliest time `handleTimeout` has something to do, or nil.
     var nextDeadline: NIODeadline? {
         var deadline: NIODeadline?
-        func consider(_ candidate: NIODeadline?) {
-            guard let candidate else { return }
-            deadline = min(deadline ?? candidate, candidate)
-        }
         switch self.state {
         case .closed:
             return nil
@@ -16,20 +13,20 @@ extension LinkMachine {
         case .awaitingConfirmation(let confirmBy):
             return confirmBy
         case .closing(_, let flushBy):
-            consider(flushBy)
+            deadline = deadline.earliest(flushBy)
         case .open:
             if self.needsKeepalive {
-                consider(self.lastSendTime + self.parameters.keepaliveInterval)
+                deadline = deadline.earliest(self.lastSendTime + self.parameters.keepaliveInterval)
             }
         }
-        consider(self.lastReceiveTime + self.parameters.disconnectTimeout)
-        consider(self.failoverDeadline)
-        consider(self.retransmissionDeadline)
-        consider(self.probeDeadline)
-        consider(self.lossDeadline)
-        consider(self.pacingDeadline)
-        consider(self.ackTracker.deadline)
-        consider(self.reassembler.nextExpiry)
+        deadline = deadline.earliest(self.lastReceiveTime + self.parameters.disconnectTimeout)
+        deadline = deadline.earliest(self.failoverDeadline)
+        deadline = deadline.earliest(self.retransmissionDeadline)
+        deadline = deadline.earliest(self.probeDeadline)
+        deadline = deadline.earliest(self.lossDeadline)
+        deadline = deadline.earliest(self.pacingDeadline)
+        deadline = deadline.earliest(self.ackTracker.deadline)
+        deadline = deadline.earliest(self.reassembler.nextExpiry)
         return deadline
     }
 

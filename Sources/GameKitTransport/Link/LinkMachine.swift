@@ -1,4 +1,5 @@
 import Crypto
+import GameKitMachine
 import NIOCore
 
 /// One established link, without I/O: datagrams and the current time go in; datagrams, events and

@@ -1,4 +1,5 @@
 import Crypto
+import GameKitMachine
 import NIOCore
 
 /// Identifies a watched peer within its endpoint.
@@ -51,10 +52,10 @@ struct LivenessWatcher {
     /// Outstanding probes by nonce.
     private var outstanding: [UInt64: (watch: LivenessWatchID, sentAt: NIODeadline)] = [:]
     private var nextID: UInt64 = 1
-    private var random: any RandomNumberGenerator
+    private var random: MachineRandom
     private(set) var statistics = (probesSent: 0, answersAccepted: 0, answersIgnored: 0, verdictsDeferred: 0)
 
-    init(random: any RandomNumberGenerator = SystemRandomNumberGenerator()) {
+    init(random: MachineRandom = .system()) {
         self.random = random
     }
 
@@ -104,7 +105,7 @@ struct LivenessWatcher {
     ) {
         self.outstanding = self.outstanding.filter { now - $0.value.sentAt < Self.answerWindow }
         let interval = Self.interval(watching: self.watches.count)
-        for (id, var watch) in self.watches where watch.nextProbe <= now {
+        for (id, var watch) in self.watches.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where watch.nextProbe <= now {
             if watch.isAlive, watch.unanswered >= Self.probesBeforeSilence,
                 now - watch.lastEvidence >= interval * Int64(Self.probesBeforeSilence)
             {

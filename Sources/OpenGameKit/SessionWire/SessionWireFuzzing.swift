@@ -1,3 +1,4 @@
+@_spi(Fuzzing) import GameKitMachine
 @_spi(Fuzzing) import GameKitTransport
 import NIOCore
 

@@ -1,4 +1,5 @@
 import GameKitTransport
+import GameKitTraversal
 import NIOCore
 
 /// The call state machine of a voice chat service (PROTOCOL §17.2), sans-I/O: it takes the

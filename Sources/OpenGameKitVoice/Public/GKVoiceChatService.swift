@@ -1,6 +1,7 @@
 import Logging
 import Foundation
 import GameKitTransport
+import GameKitTraversal
 import GameKitVoiceEngine
 import NIOConcurrencyHelpers
 import NIOCore

@@ -1,4 +1,6 @@
+@_spi(Fuzzing) import GameKitMachine
 @_spi(Fuzzing) import GameKitTransport
+@_spi(Fuzzing) import GameKitTraversal
 import NIOCore
 
 /// Entry point for fuzzing voice chat's call signalling: the `SignalMessage` codec and the call

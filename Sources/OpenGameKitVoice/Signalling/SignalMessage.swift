@@ -1,4 +1,5 @@
 import GameKitTransport
+import GameKitTraversal
 
 /// One call-signalling message (PROTOCOL §17.1), carried opaquely by the client's
 /// `voiceChatService(_:send:toParticipantID:)`: an 8-byte header (magic "GK", version, kind,

@@ -153,7 +153,7 @@ struct VirtualNetwork {
             var serviced: [Int] = []
             for index in self.nodes.indices {
                 if let deadline = self.nodes[index].machine.nextDeadline, deadline <= self.now {
-                    self.nodes[index].machine.handleTimeouts(now: self.now)
+                    self.nodes[index].machine.handleTimeout(now: self.now)
                     serviced.append(index)
                 }
             }
@@ -213,7 +213,7 @@ struct VirtualNetwork {
         var any = false
         while true {
             var buffer = ByteBuffer()
-            guard let destination = self.nodes[index].machine.pollDatagram(now: self.now, into: &buffer) else { break }
+            guard let destination = self.nodes[index].machine.pollTransmit(now: self.now, into: &buffer) else { break }
             any = true
             if self.nodes[index].recordSent {
                 self.nodes[index].sent.append((destination, buffer))
@@ -234,12 +234,12 @@ struct VirtualNetwork {
         if let interceptor = self.interceptor, !interceptor(&datagram) { return }
         guard let target = self.nodes.firstIndex(where: { $0.address == datagram.destination || $0.aliases.contains(datagram.destination) }) else { return }
         self.lastDelivered[datagram.source] = self.now
-        self.nodes[target].machine.handleDatagram(datagram.bytes, from: datagram.source, now: self.now)
+        self.nodes[target].machine.handle(datagram: datagram.bytes, from: datagram.source, now: self.now)
     }
 
     private mutating func collectEvents(_ index: Int) -> Bool {
         var any = false
-        while let event = self.nodes[index].machine.popEvent() {
+        while let event = self.nodes[index].machine.pollEvent() {
             any = true
             self.nodes[index].events.append(event)
             if case .connectionRequest(let request) = event, let answer = self.nodes[index].answer {

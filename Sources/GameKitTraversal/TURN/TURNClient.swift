@@ -1,3 +1,4 @@
+import GameKitMachine
 import Crypto
 import NIOCore
 
@@ -38,6 +39,8 @@ struct TURNClient: Sendable {
     private var key: [UInt8]?
     private var pending: [Pending] = []
     private var refreshAt: NIODeadline?
+    /// Transaction IDs come from here.
+    private var random: MachineRandom
     private var lifetime: TimeAmount = .seconds(600)
     /// Peer IP addresses (bytes) with permissions, and when to refresh them.
     private var permissions: [[UInt8]: NIODeadline] = [:]
@@ -57,7 +60,9 @@ struct TURNClient: Sendable {
     /// Permissions last 300 s (RFC 8656 §9); they are refreshed a minute early.
     static let permissionRefresh = TimeAmount.seconds(240)
 
-    init(server: TraversalAddress, username: String, password: String, timing: STUNTransaction.Timing = .init(), now: NIODeadline) {
+    init(server: TraversalAddress, username: String, password: String, timing: STUNTransaction.Timing = .init(), now: NIODeadline,
+         random: MachineRandom = .system()) {
+        self.random = random
         self.server = server
         self.username = username
         self.password = password
@@ -77,7 +82,7 @@ struct TURNClient: Sendable {
 
     // MARK: - Requests
 
-    private func request(_ kind: Pending.Kind) -> STUNMessage {
+    private mutating func request(_ kind: Pending.Kind) -> STUNMessage {
         var attributes: [STUNAttribute] = []
         let method: STUNMessage.Method
         switch kind {
@@ -88,11 +93,11 @@ struct TURNClient: Sendable {
             method = .refresh
             attributes.append(.uint32(.lifetime, release ? 0 : UInt32(self.lifetime.nanoseconds / 1_000_000_000)))
         case .createPermission(let ip):
-            let id = STUNMessage.randomTransactionID()
+            let id = STUNMessage.randomTransactionID(using: &self.random)
             let peer = STUNAttribute.xorAddress(.xorPeerAddress, TraversalAddress(bytes: ip, port: 0)!, transactionID: id)
             return self.authenticated(STUNMessage(.createPermission, .request, transactionID: id, attributes: [peer]))
         }
-        return self.authenticated(STUNMessage(method, .request, transactionID: STUNMessage.randomTransactionID(), attributes: attributes))
+        return self.authenticated(STUNMessage(method, .request, transactionID: STUNMessage.randomTransactionID(using: &self.random), attributes: attributes))
     }
 
     private func authenticated(_ message: STUNMessage) -> STUNMessage {
@@ -129,8 +134,8 @@ struct TURNClient: Sendable {
     }
 
     /// A Send indication carrying `payload` to `peer` through the relay (RFC 8656 §11.1).
-    func sendIndication(_ payload: [UInt8], to peer: TraversalAddress) -> [UInt8] {
-        let id = STUNMessage.randomTransactionID()
+    mutating func sendIndication(_ payload: [UInt8], to peer: TraversalAddress) -> [UInt8] {
+        let id = STUNMessage.randomTransactionID(using: &self.random)
         return STUNMessage(.send, .indication, transactionID: id, attributes: [
             .xorAddress(.xorPeerAddress, peer, transactionID: id), STUNAttribute(.data, payload),
         ]).encoded()

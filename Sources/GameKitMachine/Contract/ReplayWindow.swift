@@ -3,16 +3,18 @@
 ///
 /// The check (`isFresh`) runs before decryption to drop obvious replays cheaply; the update
 /// (`record`) runs only after the packet authenticated, so forged packets cannot move the window.
-struct ReplayWindow: Sendable {
+package struct ReplayWindow: Sendable {
     private static let wordCount = 32
     /// Packets more than this far behind the highest accepted one are rejected as too old.
-    static let size = UInt64((wordCount - 1) * 64)
+    package static let size = UInt64((wordCount - 1) * 64)
 
     private var words = [UInt64](repeating: 0, count: ReplayWindow.wordCount)
-    private(set) var highest: UInt64?
+
+    package init() {}
+    package private(set) var highest: UInt64?
 
     /// Whether `packetNumber` has not been accepted yet and is not too old to tell.
-    func isFresh(_ packetNumber: UInt64) -> Bool {
+    package func isFresh(_ packetNumber: UInt64) -> Bool {
         guard let highest else { return true }
         if packetNumber > highest { return true }
         if highest - packetNumber >= Self.size { return false }
@@ -21,7 +23,7 @@ struct ReplayWindow: Sendable {
     }
 
     /// Marks `packetNumber` as accepted. Call only after the packet authenticated.
-    mutating func record(_ packetNumber: UInt64) {
+    package mutating func record(_ packetNumber: UInt64) {
         if let highest {
             if packetNumber > highest {
                 let currentWord = highest / 64

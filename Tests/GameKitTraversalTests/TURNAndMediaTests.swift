@@ -1,7 +1,8 @@
+import GameKitMachine
 import NIOCore
 import Testing
 
-@testable import GameKitTransport
+@testable import GameKitTraversal
 
 /// The TURN client against a scripted server, and the media sealing of real-time connections.
 @Suite("TURN client and media sealing")
@@ -84,7 +85,8 @@ struct TURNAndMediaTests {
         #expect(send.method == .send && send.messageClass == .indication)
         #expect(send.xorAddress(.xorPeerAddress) == peer && send.attribute(.data)?.value == [1, 2, 3])
 
-        let id = STUNMessage.randomTransactionID()
+        var random = MachineRandom(seed: 7)
+        let id = STUNMessage.randomTransactionID(using: &random)
         let data = STUNMessage(.data, .indication, transactionID: id, attributes: [
             .xorAddress(.xorPeerAddress, peer, transactionID: id), STUNAttribute(.data, [9, 9]),
         ]).encoded()

@@ -6,9 +6,9 @@ import NIOCore
 /// lies, and merges runs that the kernel can split for us: same destination, equal sizes except a
 /// shorter last one, at most 64 segments and 64 KB. Slices are taken only once all datagrams are
 /// written, because writing to a buffer while a slice of it is alive would copy it.
-struct DatagramBatcher {
-    static let maximumSegments = 64
-    static let maximumBatchBytes = 65_000
+package struct DatagramBatcher {
+    package static let maximumSegments = 64
+    package static let maximumBatchBytes = 65_000
 
     private struct Span {
         var address: SocketAddress
@@ -20,15 +20,15 @@ struct DatagramBatcher {
         var accepting: Bool
     }
 
-    let segmentationOffload: Bool
+    package let segmentationOffload: Bool
     private var spans: [Span] = []
 
-    init(segmentationOffload: Bool) {
+    package init(segmentationOffload: Bool) {
         self.segmentationOffload = segmentationOffload
     }
 
     /// Records a datagram of `length` bytes written at `start` for `address`.
-    mutating func add(address: SocketAddress, start: Int, length: Int) {
+    package mutating func add(address: SocketAddress, start: Int, length: Int) {
         if self.segmentationOffload, var last = self.spans.last, last.accepting, last.address == address,
             last.segments < Self.maximumSegments, length <= last.segmentSize,
             last.length + length <= Self.maximumBatchBytes, last.start + last.length == start
@@ -43,7 +43,7 @@ struct DatagramBatcher {
     }
 
     /// The envelopes to write, slicing `buffer`; resets the batcher.
-    mutating func takeEnvelopes(from buffer: ByteBuffer) -> [AddressedEnvelope<ByteBuffer>] {
+    package mutating func takeEnvelopes(from buffer: ByteBuffer) -> [AddressedEnvelope<ByteBuffer>] {
         defer { self.spans.removeAll(keepingCapacity: true) }
         return self.spans.map { span in
             let data = buffer.getSlice(at: span.start, length: span.length)!

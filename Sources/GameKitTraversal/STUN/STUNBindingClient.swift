@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 
 /// Learns this socket's server-reflexive address from one STUN server (RFC 8489 binding
@@ -15,9 +16,9 @@ struct STUNBindingClient: Sendable {
     private(set) var state = State.querying
     private var transaction: STUNTransaction
 
-    init(server: TraversalAddress, timing: STUNTransaction.Timing = .init(), now: NIODeadline) {
+    init(server: TraversalAddress, timing: STUNTransaction.Timing = .init(), now: NIODeadline, random: inout MachineRandom) {
         self.server = server
-        let request = STUNMessage(.binding, .request, transactionID: STUNMessage.randomTransactionID(),
+        let request = STUNMessage(.binding, .request, transactionID: STUNMessage.randomTransactionID(using: &random),
                                   attributes: [.text(.software, TraversalSoftware.name)])
         self.transaction = STUNTransaction(message: request, bytes: request.encoded(fingerprint: true), timing: timing, now: now)
     }

@@ -1,3 +1,4 @@
+import GameKitMachine
 import Crypto
 
 /// A STUN message (RFC 8489 §5): the 20-byte header (type, length, magic cookie, transaction ID)
@@ -41,10 +42,10 @@ struct STUNMessage: Sendable, Equatable {
         self.attributes = attributes
     }
 
-    /// 12 random bytes from the system's cryptographic generator.
-    static func randomTransactionID() -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<12).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    /// 12 random bytes from `random` (the system's cryptographic generator outside tests: an
+    /// off-path attacker must not guess them, RFC 8489 §6).
+    static func randomTransactionID(using random: inout MachineRandom) -> [UInt8] {
+        random.bytes(12)
     }
 
     /// The 14-bit message type: method bits interleaved with the two class bits (§5).

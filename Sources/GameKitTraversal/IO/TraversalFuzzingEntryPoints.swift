@@ -1,5 +1,6 @@
 import Crypto
 import NIOCore
+@_spi(Fuzzing) import GameKitMachine
 
 /// Entry points for fuzzing NAT traversal's network input: the STUN/TURN/ICE message codec and
 /// the real-time connection's demultiplexer (STUN servers, the TURN server and its Data
@@ -133,12 +134,14 @@ private struct FuzzedRealTime {
 
     private mutating func poll() {
         var budget = 64
-        while budget > 0 {
+        self.machine.handleTimeout(now: self.now)
+        var output = ByteBuffer()
+        while budget > 0, let destination = self.machine.pollTransmit(now: self.now, into: &output) {
             budget -= 1
-            let (datagrams, events) = self.machine.poll(now: self.now)
-            for datagram in datagrams { self.lastSent[datagram.to] = datagram.bytes }
-            if datagrams.isEmpty && events.isEmpty { break }
+            if let to = TraversalAddress(destination) { self.lastSent[to] = Array(output.readableBytesView) }
+            output.clear()
         }
+        while self.machine.pollEvent() != nil {}
         _ = self.machine.nextDeadline
     }
 }

@@ -1,3 +1,4 @@
+import GameKitMachine
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -95,28 +96,33 @@ public final class RealTimeConnection: @unchecked Sendable {
     /// The socket's local address.
     public let localAddress: TraversalAddress
 
-    private let channel: Channel
-    private var machine: RealTimeMachine
+    private let driver: DatagramDriver<RealTimeMachine>
+    private let logger = Logger(label: "opengamekit.realtime")
+
+    // MARK: Event loop only
     private var handler: (@Sendable (Event) -> Void)?
     private var gathered: EventLoopPromise<[ICECandidate]>?
     private var candidates: [ICECandidate]?
     private var laterCandidates: [ICECandidate] = []
     private var candidateHandler: (@Sendable ([ICECandidate]) -> Void)?
-    private var timer: Scheduled<Void>?
     private var clientSend: (@Sendable ([UInt8]) -> Void)?
     private var closed = false
-    /// Destinations with no route are not handed to the socket, which NIO would close on
-    /// `ENETUNREACH` (a STUN or TURN server on a network with no default route), ending the
-    /// call although a direct path exists: the transport's check (``RouteCheck``).
-    private var routes = RouteCheck()
-    private let logger = Logger(label: "opengamekit.realtime")
     private var lastSummary = ""
 
-    private init(channel: Channel, machine: RealTimeMachine, localAddress: TraversalAddress) {
-        self.channel = channel
+    /// A connection on `channel` (already bound; the driver's handler is added here, on the
+    /// event loop, before anything is sent).
+    private init(channel: Channel, machine: RealTimeMachine, localAddress: TraversalAddress) throws {
         self.eventLoop = channel.eventLoop
-        self.machine = machine
         self.localAddress = localAddress
+        let target = WeakConnection()
+        self.driver = DatagramDriver(machine: machine, eventLoop: channel.eventLoop) { event in target.connection?.deliver(event) }
+        target.connection = self
+        // Destinations with no route are not handed to the socket, which NIO would close on
+        // `ENETUNREACH` (a STUN or TURN server on a network with no default route), ending the
+        // call although a direct path exists.
+        let socket = UDPChannelSocket(channel: channel, segmentationOffload: false)
+        try channel.pipeline.syncOperations.addHandler(DriverChannelHandler(driver: self.driver, source: { $0.remoteAddress }))
+        self.driver.attach(socket)
     }
 
     /// Opens the socket and starts gathering candidates.
@@ -143,14 +149,8 @@ public final class RealTimeConnection: @unchecked Sendable {
             return loop.makeFailedFuture(error)
         }
         let settingsToUse = settings
-        let box = NIOLockedValueBox<RealTimeConnection?>(nil)
         // No SO_REUSEADDR: with it Linux may give two sockets one ephemeral port.
         return DatagramBootstrap(group: loop)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(RealTimeChannelHandler(connection: box))
-                }
-            }
             .bind(host: configuration.bindAddress, port: configuration.port)
             .flatMapErrorThrowing { error in throw RealTimeError.bindFailed("\(error)") }
             .flatMapThrowing { channel in
@@ -159,11 +159,13 @@ public final class RealTimeConnection: @unchecked Sendable {
                     throw RealTimeError.bindFailed("no local address")
                 }
                 let hosts = Self.hostAddresses(bound: local, interfaceNames: configuration.interfaceNames)
-                let connection = RealTimeConnection(
-                    channel: channel, machine: RealTimeMachine(settings: settingsToUse, hostAddresses: hosts, now: .now()), localAddress: local)
-                box.withLockedValue { $0 = connection }
-                connection.run()
-                return connection
+                let machine = RealTimeMachine(settings: settingsToUse, hostAddresses: hosts, now: loop.now)
+                do {
+                    return try RealTimeConnection(channel: channel, machine: machine, localAddress: local)
+                } catch {
+                    channel.close(promise: nil)
+                    throw RealTimeError.bindFailed("\(error)")
+                }
             }
     }
 
@@ -225,11 +227,7 @@ public final class RealTimeConnection: @unchecked Sendable {
 
     /// Candidates the other side trickled after its first message.
     public func addRemoteCandidates(_ candidates: [ICECandidate]) {
-        self.eventLoop.execute {
-            guard !self.closed else { return }
-            self.machine.addRemote(candidates, now: .now())
-            self.run()
-        }
+        _ = self.driver.perform { machine, now in machine.addRemote(candidates, now: now) }
     }
 
     /// Starts connectivity checks; `events` hears the outcome and every media packet.
@@ -238,21 +236,14 @@ public final class RealTimeConnection: @unchecked Sendable {
             guard !self.closed else { return }
             self.handler = events
             self.logger.debug("checking", metadata: ["remote": "\(remoteCandidates)"])
-            self.machine.connect(keys: keys, remote: remoteCandidates, now: .now())
-            self.run()
+            _ = self.driver.perform { machine, now in machine.connect(keys: keys, remote: remoteCandidates, now: now) }
         }
     }
 
-    /// Sends a media packet on the chosen path (dropped before one is chosen).
+    /// Sends a media packet on the chosen path (dropped before one is chosen). From any thread:
+    /// it is sealed at once and leaves on the event loop's next turn.
     public func send(_ payload: [UInt8]) {
-        self.eventLoop.execute {
-            guard !self.closed else { return }
-            if let clientSend = self.clientSend {
-                if let sealed = self.machine.sealForClient(payload) { clientSend(sealed) }
-            } else if let datagram = self.machine.sendMedia(payload) {
-                self.write(datagram)
-            }
-        }
+        _ = self.driver.perform { machine, _ in machine.queueMedia(payload) }
     }
 
     /// Gives up on UDP paths: media is sealed as before but handed to `send` (the application's
@@ -260,122 +251,72 @@ public final class RealTimeConnection: @unchecked Sendable {
     public func useClientPath(_ send: @escaping @Sendable ([UInt8]) -> Void) {
         self.eventLoop.execute {
             guard !self.closed, self.clientSend == nil else { return }
-            self.logger.debug("using the application's channel", metadata: ["pairs": "\(self.machine.pairSummary)"])
+            self.logger.debug("using the application's channel", metadata: ["pairs": "\(self.driver.read(\.pairSummary))"])
             self.clientSend = send
-            self.machine.abandonChecks()
-            self.run()
+            _ = self.driver.perform { machine, now in machine.useClientPath(now: now) }
         }
     }
 
     /// A sealed media packet that arrived through the application's channel.
     public func receiveFromClient(_ packet: [UInt8]) {
-        self.eventLoop.execute {
-            guard !self.closed, let payload = self.machine.openFromClient(packet) else { return }
-            self.handler?(.media(payload, viaClient: true))
-        }
+        _ = self.driver.perform { machine, _ in machine.receiveFromClient(packet) }
     }
 
     /// Media packets refused (failed authentication or replayed).
     public func rejectedMediaCount() async -> Int {
-        (try? await self.eventLoop.submit { self.machine.rejectedMedia }.get()) ?? 0
+        self.driver.read(\.rejectedMedia)
     }
 
     /// Releases the relay and closes the socket. No event follows.
     public func close() {
         self.eventLoop.execute {
             guard !self.closed else { return }
-            if let release = self.machine.close() { self.write(release) }
             self.closed = true
             self.handler = nil
-            self.timer?.cancel()
             self.gathered?.fail(ChannelError.ioOnClosedChannel)
             self.gathered = nil
-            self.channel.close(promise: nil)
+            let driver = self.driver
+            Task { await driver.shutdown(flushLimit: .milliseconds(200)) { machine, _ in machine.close() } }
         }
     }
 
-    // MARK: - Driving (on the event loop)
+    // MARK: - Events (on the event loop)
 
-    func received(_ bytes: [UInt8], from source: TraversalAddress) {
-        guard !self.closed else { return }
-        self.machine.receive(bytes, from: source, now: .now())
-        self.run()
-    }
-
-    private func run() {
-        let (datagrams, events) = self.machine.poll(now: .now())
+    private func deliver(_ event: RealTimeMachine.Event) {
         if self.logger.logLevel <= .trace {
-            let summary = self.machine.pairSummary
+            let summary = self.driver.read(\.pairSummary)
             if summary != self.lastSummary {
                 self.lastSummary = summary
                 self.logger.trace("pairs", metadata: ["pairs": "\(summary)"])
             }
         }
-        for datagram in datagrams { self.write(datagram) }
-        for event in events {
-            switch event {
-            case .candidates(let candidates):
-                self.logger.debug("gathered", metadata: ["candidates": "\(candidates)"])
-                if self.candidates == nil {
-                    self.candidates = candidates
-                    self.gathered?.succeed(candidates)
-                    self.gathered = nil
-                } else if let handler = self.candidateHandler {
-                    handler(candidates)
-                } else {
-                    self.laterCandidates += candidates
-                }
-            case .connected(let path, let remote):
-                self.logger.debug("connected", metadata: ["path": "\(path)", "remote": "\(remote)"])
-                self.handler?(.connected(path, remote: remote))
-            case .failed:
-                self.logger.debug("no path", metadata: ["pairs": "\(self.machine.pairSummary)"])
-                self.handler?(.failed)
-            case .consentLost: self.handler?(.consentLost)
-            case .media(let payload): self.handler?(.media(payload, viaClient: false))
+        guard !self.closed else { return }
+        switch event {
+        case .candidates(let candidates):
+            self.logger.debug("gathered", metadata: ["candidates": "\(candidates)"])
+            if self.candidates == nil {
+                self.candidates = candidates
+                self.gathered?.succeed(candidates)
+                self.gathered = nil
+            } else if let handler = self.candidateHandler {
+                handler(candidates)
+            } else {
+                self.laterCandidates += candidates
             }
-        }
-        self.timer?.cancel()
-        self.timer = nil
-        if !self.closed, let deadline = self.machine.nextDeadline {
-            self.timer = self.eventLoop.scheduleTask(deadline: deadline) { self.run() }
-        }
-    }
-
-    private func write(_ datagram: RealTimeMachine.Datagram) {
-        self.eventLoop.preconditionInEventLoop()
-        let address = datagram.to.socketAddress
-        guard self.routes.isRoutable(address, now: .now()) else {
-            self.logger.debug("no route: not sent", metadata: ["to": "\(datagram.to)"])
-            return
-        }
-        let envelope = AddressedEnvelope(remoteAddress: address, data: ByteBuffer(bytes: datagram.bytes))
-        let logger = self.logger
-        self.channel.writeAndFlush(envelope).whenFailure { error in
-            logger.debug("send failed", metadata: ["to": "\(datagram.to)", "error": "\(error)"])
+        case .connected(let path, let remote):
+            self.logger.debug("connected", metadata: ["path": "\(path)", "remote": "\(remote)"])
+            self.handler?(.connected(path, remote: remote))
+        case .failed:
+            self.logger.debug("no path", metadata: ["pairs": "\(self.driver.read(\.pairSummary))"])
+            self.handler?(.failed)
+        case .consentLost: self.handler?(.consentLost)
+        case .media(let payload, let viaClient): self.handler?(.media(payload, viaClient: viaClient))
+        case .clientPacket(let packet): self.clientSend?(packet)
         }
     }
 }
 
-/// Hands received datagrams to the connection.
-private final class RealTimeChannelHandler: ChannelInboundHandler {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    private let connection: NIOLockedValueBox<RealTimeConnection?>
-
-    init(connection: NIOLockedValueBox<RealTimeConnection?>) {
-        self.connection = connection
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = self.unwrapInboundIn(data)
-        guard let source = TraversalAddress(envelope.remoteAddress),
-            let connection = self.connection.withLockedValue({ $0 })
-        else { return }
-        connection.received(Array(envelope.data.readableBytesView), from: source)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // ICMP errors (port unreachable on a dead candidate) surface here; the checks' own
-        // timers decide what they mean.
-    }
+/// The connection the driver's events go to, held weakly (the connection owns the driver).
+private final class WeakConnection: @unchecked Sendable {
+    weak var connection: RealTimeConnection?
 }

@@ -13,25 +13,32 @@ import NIOCore
 /// has just gone away, an address family with no route at all) fails with `ENETUNREACH`, so it
 /// would take the whole endpoint, and every link on it, down. The endpoint asks here first:
 /// `connect()` on a scratch UDP socket looks the route up and sends nothing.
-struct RouteCheck {
+package struct RouteCheck {
     /// How long an answer is reused.
-    static let lifetime = TimeAmount.seconds(1)
+    package static let lifetime = TimeAmount.seconds(1)
     /// Answers kept at most; beyond that the cache starts over.
-    static let capacity = 4_096
+    package static let capacity = 4_096
 
     private var answers: [SocketAddress: (routable: Bool, until: NIODeadline)] = [:]
+    /// Where the answers come from: the kernel, or a test's table.
+    private let ask: @Sendable (SocketAddress) -> Bool
+
+    /// A check that asks `ask` (the kernel unless a test says otherwise).
+    package init(ask: @escaping @Sendable (SocketAddress) -> Bool = RouteCheck.kernelHasRoute(to:)) {
+        self.ask = ask
+    }
 
     /// Whether datagrams to `address` may go to the socket.
-    mutating func isRoutable(_ address: SocketAddress, now: NIODeadline) -> Bool {
+    package mutating func isRoutable(_ address: SocketAddress, now: NIODeadline) -> Bool {
         if let answer = self.answers[address], now < answer.until { return answer.routable }
         if self.answers.count >= Self.capacity { self.answers.removeAll(keepingCapacity: true) }
-        let routable = Self.kernelHasRoute(to: address)
+        let routable = self.ask(address)
         self.answers[address] = (routable, now + Self.lifetime)
         return routable
     }
 
     /// Asks the kernel. Errors that are not about the route count as routable: the send decides.
-    static func kernelHasRoute(to address: SocketAddress) -> Bool {
+    package static func kernelHasRoute(to address: SocketAddress) -> Bool {
         let family: CInt
         switch address {
         case .v4: family = AF_INET

@@ -1,7 +1,7 @@
 import Crypto
 import Testing
 
-@testable import GameKitTransport
+@testable import GameKitTraversal
 
 /// The STUN codec against RFC 5769's test vectors, and against hostile input.
 @Suite("STUN codec")

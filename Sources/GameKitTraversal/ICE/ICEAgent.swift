@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 
 /// ICE connectivity checks for one component (RFC 8445 §6–§8, regular nomination) and consent
@@ -91,12 +92,16 @@ struct ICEAgent: Sendable {
     private var lastConsent: NIODeadline?
     /// Checks refused for bad credentials or integrity.
     private(set) var rejectedChecks = 0
+    /// Transaction IDs, the tie-breaker and consent jitter come from here.
+    private var random: MachineRandom
 
     init(role: Role, credentials: Credentials, configuration: Configuration = .init(),
-         socketAcceptsIPv6: Bool, now: NIODeadline, tieBreaker: UInt64 = .random(in: 0...UInt64.max))
+         socketAcceptsIPv6: Bool, now: NIODeadline, random: MachineRandom = .system(), tieBreaker: UInt64? = nil)
     {
+        var random = random
         self.role = role
-        self.tieBreaker = tieBreaker
+        self.tieBreaker = tieBreaker ?? random.next()
+        self.random = random
         self.credentials = credentials
         self.configuration = configuration
         self.socketAcceptsIPv6 = socketAcceptsIPv6
@@ -145,14 +150,14 @@ struct ICEAgent: Sendable {
 
     // MARK: - Checks
 
-    private func checkRequest(for pair: Pair, nominate: Bool) -> (STUNMessage, [UInt8]) {
+    private mutating func checkRequest(for pair: Pair, nominate: Bool) -> (STUNMessage, [UInt8]) {
         var attributes: [STUNAttribute] = [
             .text(.username, "\(self.credentials.remoteUfrag):\(self.credentials.localUfrag)"),
             .uint32(.priority, pair.base == .relay ? self.basePriority[.relay]! : ICECandidate.priority(.peerReflexive, localPreference: 65535)),
             .uint64(self.role == .controlling ? .iceControlling : .iceControlled, self.tieBreaker),
         ]
         if nominate { attributes.append(STUNAttribute(.useCandidate)) }
-        let message = STUNMessage(.binding, .request, transactionID: STUNMessage.randomTransactionID(), attributes: attributes)
+        let message = STUNMessage(.binding, .request, transactionID: STUNMessage.randomTransactionID(using: &self.random), attributes: attributes)
         return (message, message.encoded(integrityKey: Array(self.credentials.remotePassword.utf8), fingerprint: true))
     }
 
@@ -236,7 +241,7 @@ struct ICEAgent: Sendable {
             let (message, bytes) = self.checkRequest(for: selected, nominate: false)
             self.consent = STUNTransaction(message: message, bytes: bytes, timing: self.configuration.checkTiming, now: now)
             let interval = self.configuration.consentInterval.nanoseconds
-            self.nextConsent = now + .nanoseconds(Int64.random(in: (interval * 4 / 5)...(interval * 6 / 5)))
+            self.nextConsent = now + .nanoseconds(Int64.random(in: (interval * 4 / 5)...(interval * 6 / 5), using: &self.random))
         }
         if var consent = self.consent {
             switch consent.poll(now: now) {

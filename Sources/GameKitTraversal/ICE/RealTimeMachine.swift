@@ -1,3 +1,4 @@
+import GameKitMachine
 import NIOCore
 
 /// Which way media travels once a real-time connection is up.
@@ -13,7 +14,7 @@ public enum RealTimePath: String, Sendable, Equatable {
 /// The sans-I/O core of a real-time connection on one UDP socket: candidate gathering (host
 /// addresses, STUN binding, TURN allocation), ICE checks, consent, and media sealing, with
 /// STUN, TURN and media demultiplexed on the one socket (PROTOCOL §17).
-struct RealTimeMachine: Sendable {
+struct RealTimeMachine: DatagramMachine, Sendable {
     struct Settings: Sendable {
         var stunServers: [TraversalAddress] = []
         var turnServers: [(address: TraversalAddress, username: String, password: String)] = []
@@ -29,7 +30,10 @@ struct RealTimeMachine: Sendable {
         case connected(RealTimePath, remote: TraversalAddress)
         case failed
         case consentLost
-        case media([UInt8])
+        /// A media packet opened and authenticated, from a UDP path or the application's channel.
+        case media([UInt8], viaClient: Bool)
+        /// A sealed media packet for the application's channel (``useClientPath(now:)``).
+        case clientPacket([UInt8])
     }
 
     struct Datagram: Equatable, Sendable {
@@ -51,20 +55,29 @@ struct RealTimeMachine: Sendable {
     private var failureReported = false
     private var outbox: [Datagram] = []
     private var events: [Event] = []
+    /// Set once media goes through the application's channel.
+    private(set) var usesClientPath = false
+    private var random: MachineRandom
     /// Datagrams that were none of STUN, TURN or media, or did not decode.
     private(set) var unknownDatagrams = 0
 
     /// Starts gathering: host candidates are reported at once, reflexive and relayed ones as the
     /// servers answer.
-    init(settings: Settings, hostAddresses: [TraversalAddress], now: NIODeadline) {
+    /// Transaction IDs, ICE's tie-breaker and jitter come from `random`: the system's generator,
+    /// or a seeded one that makes a test repeat.
+    init(settings: Settings, hostAddresses: [TraversalAddress], now: NIODeadline, random: MachineRandom = .system()) {
+        var random = random
         self.settings = settings
         self.hostCandidates = hostAddresses.enumerated().map { index, address in
             ICECandidate(kind: .host, address: address, localPreference: UInt16(65535 - min(index, 1000)))
         }
-        self.binding = settings.stunServers.map { STUNBindingClient(server: $0, timing: settings.serverTiming, now: now) }
+        self.binding = settings.stunServers.map { STUNBindingClient(server: $0, timing: settings.serverTiming, now: now, random: &random) }
         if let server = settings.turnServers.first {
-            self.turn = TURNClient(server: server.address, username: server.username, password: server.password, timing: settings.serverTiming, now: now)
+            self.turn = TURNClient(
+                server: server.address, username: server.username, password: server.password, timing: settings.serverTiming, now: now,
+                random: random.split())
         }
+        self.random = random
         self.announceCandidates()
     }
 
@@ -103,6 +116,7 @@ struct RealTimeMachine: Sendable {
 
     /// More candidates of the other side (trickled after its first message).
     mutating func addRemote(_ candidates: [ICECandidate], now: NIODeadline) {
+        defer { self.step(now: now) }
         let fresh = candidates.filter { candidate in !self.remoteCandidates.contains { $0.address == candidate.address } }
         guard !fresh.isEmpty else { return }
         self.remoteCandidates += fresh
@@ -119,10 +133,12 @@ struct RealTimeMachine: Sendable {
     /// Starts connectivity checks against the other side's candidates.
     mutating func connect(keys: RealTimeKeys, remote: [ICECandidate], now: NIODeadline) {
         guard self.agent == nil else { return }
+        defer { self.step(now: now) }
         self.cipher = MediaCipher(keys: keys)
         self.remoteCandidates = remote + self.remoteCandidates.filter { early in !remote.contains { $0.address == early.address } }
         var agent = ICEAgent(role: keys.isInitiator ? .controlling : .controlled, credentials: keys.credentials,
-                             configuration: self.settings.ice, socketAcceptsIPv6: self.settings.socketAcceptsIPv6, now: now)
+                             configuration: self.settings.ice, socketAcceptsIPv6: self.settings.socketAcceptsIPv6, now: now,
+                             random: self.random.split())
         agent.addRemote(self.remoteCandidates)
         self.agent = agent
         self.addRelayIfReady(now: now)
@@ -136,12 +152,14 @@ struct RealTimeMachine: Sendable {
         self.agent!.addRelay(relayed, remoteCandidates: self.remoteCandidates)
     }
 
-    /// Stops checking (the application's channel carries media now); consent stops too. The
-    /// relay allocation is kept (refreshed) until ``close()`` releases it. Media can still be
-    /// sealed and opened.
-    mutating func abandonChecks() {
+    /// Stops checking: the application's channel carries media from now on (``queueMedia(_:)``
+    /// reports sealed packets as ``Event/clientPacket(_:)``); consent stops too. The relay
+    /// allocation is kept (refreshed) until ``close()`` releases it.
+    mutating func useClientPath(now: NIODeadline) {
+        self.usesClientPath = true
         self.agent = nil
         self.binding = []
+        self.step(now: now)
     }
 
     /// Every pair and its state, for logs.
@@ -151,38 +169,69 @@ struct RealTimeMachine: Sendable {
 
     // MARK: - Media
 
-    /// A sealed media datagram for the selected pair, or nil before one is selected.
-    mutating func sendMedia(_ payload: [UInt8]) -> Datagram? {
-        guard let pair = self.agent?.selectedPair, self.cipher != nil else { return nil }
+    /// Seals a media packet for the selected pair (or the application's channel); dropped
+    /// before a path is chosen.
+    mutating func queueMedia(_ payload: [UInt8]) {
+        guard self.cipher != nil else { return }
+        if self.usesClientPath {
+            self.events.append(.clientPacket(self.cipher!.seal(payload)))
+            return
+        }
+        guard let pair = self.agent?.selectedPair else { return }
         let sealed = self.cipher!.seal(payload)
-        return self.route(ICEAgent.Output(base: pair.base, to: pair.remote, bytes: sealed))
+        if let datagram = self.route(ICEAgent.Output(base: pair.base, to: pair.remote, bytes: sealed)) {
+            self.outbox.append(datagram)
+        }
     }
 
-    /// A sealed media packet for the application's channel.
-    mutating func sealForClient(_ payload: [UInt8]) -> [UInt8]? {
-        self.cipher?.seal(payload)
-    }
-
-    /// Opens a media packet from the application's channel.
-    mutating func openFromClient(_ packet: [UInt8]) -> [UInt8]? {
-        self.cipher?.open(packet)
+    /// Opens a media packet that came through the application's channel.
+    mutating func receiveFromClient(_ packet: [UInt8]) {
+        if let payload = self.cipher?.open(packet) { self.events.append(.media(payload, viaClient: true)) }
     }
 
     var rejectedMedia: Int { self.cipher?.rejected ?? 0 }
 
-    private func route(_ output: ICEAgent.Output) -> Datagram? {
+    private mutating func route(_ output: ICEAgent.Output) -> Datagram? {
         switch output.base {
         case .socket: return Datagram(to: output.to, bytes: output.bytes)
         case .relay:
-            guard let turn = self.turn else { return nil }
-            return Datagram(to: turn.server, bytes: turn.sendIndication(output.bytes, to: output.to))
+            guard var turn = self.turn else { return nil }
+            let bytes = turn.sendIndication(output.bytes, to: output.to)
+            self.turn = turn
+            return Datagram(to: turn.server, bytes: bytes)
         }
     }
 
     // MARK: - Input
 
+    // MARK: - DatagramMachine
+
+    mutating func handle(datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) {
+        guard let source = TraversalAddress(source) else {
+            self.unknownDatagrams += 1
+            return
+        }
+        self.receive(Array(datagram.readableBytesView), from: source, now: now)
+    }
+
+    mutating func handleTimeout(now: NIODeadline) {
+        self.step(now: now)
+    }
+
+    mutating func pollTransmit(now: NIODeadline, into buffer: inout ByteBuffer) -> SocketAddress? {
+        guard !self.outbox.isEmpty else { return nil }
+        let datagram = self.outbox.removeFirst()
+        buffer.writeBytes(datagram.bytes)
+        return datagram.to.socketAddress
+    }
+
+    mutating func pollEvent() -> Event? {
+        self.events.isEmpty ? nil : self.events.removeFirst()
+    }
+
     /// Takes a datagram that arrived on the socket.
     mutating func receive(_ bytes: [UInt8], from source: TraversalAddress, now: NIODeadline) {
+        defer { self.step(now: now) }
         if MediaCipher.isMedia(bytes) { return self.dispatch(bytes, from: source, base: .socket, now: now) }
         guard let decoded = try? STUNMessage.decode(bytes) else {
             self.unknownDatagrams += 1
@@ -212,7 +261,7 @@ struct RealTimeMachine: Sendable {
     /// Media or a connectivity check, from the socket or out of a relay's Data indication.
     private mutating func dispatch(_ bytes: [UInt8], from source: TraversalAddress, base: ICEAgent.Base, now: NIODeadline) {
         if MediaCipher.isMedia(bytes) {
-            if let payload = self.cipher?.open(bytes) { self.events.append(.media(payload)) }
+            if let payload = self.cipher?.open(bytes) { self.events.append(.media(payload, viaClient: false)) }
         } else if let decoded = try? STUNMessage.decode(bytes) {
             self.dispatch(decoded, from: source, base: base, now: now)
         } else {
@@ -228,8 +277,9 @@ struct RealTimeMachine: Sendable {
 
     // MARK: - Time
 
-    /// Datagrams due now, and what happened since the last call.
-    mutating func poll(now: NIODeadline) -> (datagrams: [Datagram], events: [Event]) {
+    /// Runs what is due at `now`: server transactions, checks, consent; their datagrams and what
+    /// changed are queued for ``pollTransmit(now:into:)`` and ``pollEvent()``.
+    private mutating func step(now: NIODeadline) {
         for index in self.binding.indices {
             if let bytes = self.binding[index].poll(now: now) { self.outbox.append(Datagram(to: self.binding[index].server, bytes: bytes)) }
         }
@@ -261,11 +311,6 @@ struct RealTimeMachine: Sendable {
                 self.events.append(.failed)
             }
         }
-        defer {
-            self.outbox.removeAll()
-            self.events.removeAll()
-        }
-        return (self.outbox, self.events)
     }
 
     var nextDeadline: NIODeadline? {
@@ -275,10 +320,12 @@ struct RealTimeMachine: Sendable {
         return deadlines.min()
     }
 
-    /// The relay's release, sent once when the connection closes.
-    mutating func close() -> Datagram? {
-        guard var turn = self.turn, let bytes = turn.close() else { return nil }
+    /// Closes: the relay's release is queued (sent once), and nothing runs any more.
+    mutating func close() {
+        self.agent = nil
+        self.binding = []
+        guard var turn = self.turn, let bytes = turn.close() else { return }
         self.turn = nil
-        return Datagram(to: turn.server, bytes: bytes)
+        self.outbox.append(Datagram(to: turn.server, bytes: bytes))
     }
 }

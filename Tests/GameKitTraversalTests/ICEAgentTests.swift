@@ -2,7 +2,7 @@ import NIOCore
 import NetworkImpairment
 import Testing
 
-@testable import GameKitTransport
+@testable import GameKitTraversal
 
 /// Two ICE agents over a simulated network in virtual time: addresses, optional NAT-style
 /// filtering (inbound only from addresses a port has sent to), seeded loss.
