@@ -95,6 +95,7 @@ let package = Package(
         .target(
             name: "NetworkImpairment",
             dependencies: [
+                "GameKitMachine",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

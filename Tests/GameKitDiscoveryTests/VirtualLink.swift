@@ -1,21 +1,51 @@
 import GameKitMachine
 import NIOCore
+import NetworkImpairment
 import Testing
 
 @testable import GameKitDiscovery
 
-/// Several discovery machines on one simulated link, with a virtual clock.
+/// Several discovery machines on one simulated link, with a virtual clock: the package's one
+/// virtual network, with multicast.
 ///
 /// Every multicast a machine sends reaches every machine, the sender included (multicast
-/// loopback), after a round trip through the codec; unicast reaches the machine whose address
-/// it names. Every datagram is logged with its time, so tests check what went on the wire.
+/// loopback); unicast reaches the machine whose address it names. Every datagram is logged,
+/// decoded, with its time, so tests check what went on the wire.
 struct VirtualLink {
-    struct Node {
+    /// One discovery machine on the link, with what it reported.
+    struct Node: VirtualHost {
         var machine: DiscoveryMachine
         var address: SocketAddress
         var interface: NetworkInterface
         var responderEvents: [ResponderEvent] = []
         var browseEvents: [(time: NIODeadline, event: BrowseEvent)] = []
+        let index: Int
+        let wire: Wire
+
+        func source(for destination: MulticastDNSDestination) -> MulticastDNSSource {
+            MulticastDNSSource(address: self.address, interfaceIndex: destination.interfaceIndex)
+        }
+
+        func accepts(_ destination: MulticastDNSDestination, from source: MulticastDNSSource) -> Bool {
+            switch destination.destination {
+            case .multicast: return destination.interfaceIndex == self.interface.index
+            case .unicast(let address): return address.ipAddress == self.address.ipAddress
+            }
+        }
+
+        /// Logs every datagram as it is sent, decoded.
+        mutating func didSend(_ bytes: ByteBuffer, to destination: MulticastDNSDestination, now: NIODeadline) {
+            #expect(bytes.readableBytes <= MessagePacker.limit + 200)
+            let message = try! DNSMessage(decoding: bytes)
+            self.wire.log.append(Sent(time: now, from: self.index, message: message, bytes: bytes, destination: destination.destination))
+        }
+
+        mutating func record(_ event: DiscoveryEvent, now: NIODeadline) {
+            switch event {
+            case .responder(let event): self.responderEvents.append(event)
+            case .browse(let event): self.browseEvents.append((now, event))
+            }
+        }
     }
 
     struct Sent {
@@ -26,14 +56,50 @@ struct VirtualLink {
         var destination: MessageDestination
     }
 
+    /// The log and the loss rule, shared with the network's interceptor.
+    final class Wire: @unchecked Sendable {
+        var log: [Sent] = []
+        var deliver: (_ from: Int, _ message: DNSMessage) -> Bool = { _, _ in true }
+    }
+
     static let interfaceIndex = 2
     static let start = NIODeadline.uptimeNanoseconds(1_000_000_000_000)
 
-    var nodes: [Node] = []
-    var now = VirtualLink.start
-    var log: [Sent] = []
+    var network = VirtualNetwork<Node>(start: VirtualLink.start)
+    let wire = Wire()
+
+    init() {
+        self.network.onSpin = { Issue.record(Comment(rawValue: "a deadline stays due (would spin): \($0)")) }
+        self.network.timeoutPassesPerInstant = 3
+        // Applies the test's loss rule to each datagram (node n's address is 10.0.0.(n + 1)).
+        let wire = self.wire
+        self.network.interceptor = { datagram in
+            guard case .v4(let v4) = datagram.source.address, let message = try? DNSMessage(decoding: datagram.bytes) else { return true }
+            return wire.deliver(Int(UInt32(bigEndian: v4.address.sin_addr.s_addr) & 0xFF) - 1, message)
+        }
+    }
+
+    var now: NIODeadline {
+        get { self.network.now }
+        set { self.network.now = newValue }
+    }
+
+    var nodes: [Node] {
+        get { self.network.hosts }
+        _modify { yield &self.network.hosts }
+    }
+
+    /// Every datagram sent so far, in order (tests clear it between steps).
+    var log: [Sent] {
+        get { self.wire.log }
+        nonmutating set { self.wire.log = newValue }
+    }
+
     /// Decides whether a datagram from node `from` is delivered (true) or lost.
-    var deliver: (_ from: Int, _ message: DNSMessage) -> Bool = { _, _ in true }
+    var deliver: (_ from: Int, _ message: DNSMessage) -> Bool {
+        get { self.wire.deliver }
+        nonmutating set { self.wire.deliver = newValue }
+    }
 
     /// Adds a machine with address 10.0.0.(n+1) and a seeded random source.
     @discardableResult
@@ -44,8 +110,7 @@ struct VirtualLink {
         var machine = DiscoveryMachine(hostLabel: hostLabel ?? "host\(index)", random: MachineRandom(seed: seed ?? UInt64(index + 1) * 7919))
         machine.setInterfaces([interface], now: self.now)
         let address = try! SocketAddress(ipAddress: "10.0.0.\(index + 1)", port: MulticastDNSAddress.port)
-        self.nodes.append(Node(machine: machine, address: address, interface: interface))
-        return index
+        return self.network.add(Node(machine: machine, address: address, interface: interface, index: index, wire: self.wire))
     }
 
     /// Changes node `index`'s machine and delivers what that makes it send.
@@ -58,82 +123,21 @@ struct VirtualLink {
     /// Delivers a message from outside (a foreign querier at `source`) to every node.
     mutating func inject(_ message: DNSMessage, from source: SocketAddress, to targets: [Int]? = nil) {
         let bytes = message.encoded()
-        let decoded = try! DNSMessage(decoding: bytes)
         for index in targets ?? Array(self.nodes.indices) {
-            self.nodes[index].machine.receive(IncomingMessage(message: decoded, interfaceIndex: Self.interfaceIndex, source: source), now: self.now)
+            self.nodes[index].machine.handle(
+                datagram: bytes, from: MulticastDNSSource(address: source, interfaceIndex: Self.interfaceIndex), now: self.now)
         }
         self.pump()
     }
 
     /// Runs the clock forward by `duration`, firing every deadline on the way, in order.
     mutating func run(for duration: TimeAmount) {
-        let end = self.now + duration
-        var steps = 0
-        while steps < 1_000_000 {
-            steps += 1
-            let next = self.nodes.compactMap(\.machine.nextDeadline).min()
-            guard let next, next <= end else { break }
-            self.now = max(self.now, next)
-            // A message received while pumping may make a deadline due now (a conflict restarts
-            // probing at once); advancing again must clear it. A deadline still due after three
-            // advances in a row with nothing received would make a real event loop spin.
-            var clear = false
-            for _ in 0..<3 {
-                for index in self.nodes.indices { self.nodes[index].machine.handleTimeout(now: self.now) }
-                self.pump()
-                if self.nodes.compactMap(\.machine.nextDeadline).allSatisfy({ $0 > self.now }) {
-                    clear = true
-                    break
-                }
-            }
-            if !clear {
-                Issue.record("a deadline stays due after advancing (would spin): \(self.nodes.compactMap(\.machine.nextDeadline))")
-                break
-            }
-        }
-        self.now = end
-        for index in self.nodes.indices { self.nodes[index].machine.handleTimeout(now: self.now) }
-        self.pump()
+        self.network.advance(by: duration)
     }
 
     /// Moves every queued message, repeatedly, until nobody has anything to send.
     mutating func pump() {
-        var rounds = 0
-        while rounds < 100 {
-            rounds += 1
-            var anything = false
-            for index in self.nodes.indices {
-                self.collectEvents(index)
-                let outgoing = self.nodes[index].machine.takeOutgoing()
-                for item in outgoing {
-                    anything = true
-                    let bytes = item.message.encoded()
-                    #expect(bytes.readableBytes <= MessagePacker.limit + 200)
-                    let decoded = try! DNSMessage(decoding: bytes)
-                    self.log.append(Sent(time: self.now, from: index, message: decoded, bytes: bytes, destination: item.destination))
-                    guard self.deliver(index, decoded) else { continue }
-                    switch item.destination {
-                    case .multicast:
-                        for target in self.nodes.indices {
-                            self.nodes[target].machine.receive(IncomingMessage(message: decoded, interfaceIndex: Self.interfaceIndex, source: self.nodes[index].address), now: self.now)
-                        }
-                    case .unicast(let address):
-                        for target in self.nodes.indices where self.nodes[target].address.ipAddress == address.ipAddress {
-                            self.nodes[target].machine.receive(IncomingMessage(message: decoded, interfaceIndex: Self.interfaceIndex, source: self.nodes[index].address), now: self.now)
-                        }
-                    }
-                }
-            }
-            for index in self.nodes.indices { self.collectEvents(index) }
-            if !anything { return }
-        }
-    }
-
-    private mutating func collectEvents(_ index: Int) {
-        self.nodes[index].responderEvents += self.nodes[index].machine.responder.takeEvents()
-        for event in self.nodes[index].machine.browser.takeEvents() {
-            self.nodes[index].browseEvents.append((self.now, event))
-        }
+        self.network.settle()
     }
 
     /// Messages node `index` sent, in order.

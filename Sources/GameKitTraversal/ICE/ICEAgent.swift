@@ -70,6 +70,9 @@ struct ICEAgent: Sendable {
         var nominating = false
         /// The peer sent USE-CANDIDATE on this pair (controlled side).
         var nominated = false
+        /// The peer checked this pair while this side's check was in progress: if that check
+        /// goes unanswered, it is triggered again instead of failing.
+        var checkAgainIfUnanswered = false
     }
 
     let role: Role
@@ -176,8 +179,14 @@ struct ICEAgent: Sendable {
         case .send(let bytes): self.outbox.append(Output(base: self.pairs[index].base, to: self.pairs[index].remote, bytes: bytes))
         case .expired:
             self.pairs[index].transaction = nil
-            self.pairs[index].state = .failed
             self.pairs[index].nominating = false
+            if self.pairs[index].checkAgainIfUnanswered {
+                self.pairs[index].checkAgainIfUnanswered = false
+                self.pairs[index].state = .waiting
+                self.triggered.append(index)
+            } else {
+                self.pairs[index].state = .failed
+            }
             return
         }
         self.pairs[index].transaction = transaction
@@ -314,10 +323,18 @@ struct ICEAgent: Sendable {
                 return
             }
         }
-        // A triggered check (§7.3.1.4).
-        if self.pairs[index].state == .waiting || self.pairs[index].state == .failed {
+        // A triggered check (§7.3.1.4) for a pair waiting or failed. A check in progress runs on
+        // (a response to any of its requests still counts, which cancelling it would lose: two
+        // sides checking at once would cancel each other for ever); should it go unanswered, it
+        // starts again rather than fail, since the peer's check just proved the path works.
+        switch self.pairs[index].state {
+        case .waiting, .failed:
             self.pairs[index].state = .waiting
             self.triggered.append(index)
+        case .inProgress:
+            self.pairs[index].checkAgainIfUnanswered = true
+        case .succeeded:
+            break
         }
     }
 
