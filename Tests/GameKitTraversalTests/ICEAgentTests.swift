@@ -35,8 +35,8 @@ struct ICESimulation {
         let end = self.now + limit
         while self.now < end && !done(self) {
             for index in self.agents.indices {
-                let outputs = self.agents[index].poll(now: self.now)
-                for output in outputs { self.route(output, from: index) }
+                self.agents[index].handleTimeout(now: self.now)
+                while let output = self.agents[index].pollTransmit() { self.route(output, from: index) }
             }
             self.now = self.now + .milliseconds(1)
         }

@@ -54,7 +54,9 @@ struct TURNAndMediaTests {
 
     static func exchange(_ client: inout TURNClient, _ server: inout ScriptedServer, at now: NIODeadline) {
         for _ in 0..<4 {
-            let out = client.poll(now: now)
+            client.handleTimeout(now: now)
+            var out: [[UInt8]] = []
+            while let bytes = client.pollTransmit() { out.append(bytes) }
             if out.isEmpty { return }
             for bytes in out {
                 if let reply = server.answer(bytes) { _ = client.receive(try! STUNMessage.decode(reply), now: now) }
@@ -116,7 +118,8 @@ struct TURNAndMediaTests {
         var now = Self.start
         while let deadline = silent.nextDeadline, now < Self.start + .seconds(60) {
             now = deadline
-            _ = silent.poll(now: now)
+            silent.handleTimeout(now: now)
+            while silent.pollTransmit() != nil {}
         }
         guard case .failed = silent.state else { Issue.record("state \(silent.state)"); return }
         #expect(now - Self.start == .milliseconds(200 + 400 + 800 + 1600 + 3200))

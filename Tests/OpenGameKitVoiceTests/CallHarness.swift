@@ -117,7 +117,7 @@ struct CallHarness {
 
     mutating func advance(_ amount: TimeAmount) {
         self.now = self.now + amount
-        for side in 0..<2 { self.apply(self.machines[side].tick(now: self.now), side: side) }
+        for side in 0..<2 { self.apply(self.machines[side].handleTimeout(now: self.now), side: side) }
     }
 
     /// Starts a call from alice and connects it.

@@ -224,7 +224,7 @@ struct BrowserMachine: Sendable {
     /// them as known answers, as another host's query would: a record whose owner stopped
     /// answering is flushed two unanswered queries later (§10.4), not only when its TTL runs out.
     mutating func handleTimeout(now: NIODeadline) {
-        let (expiredEntries, refreshes) = self.cache.advance(now: now, interesting: self.isInteresting)
+        let (expiredEntries, refreshes) = self.cache.handleTimeout(now: now, interesting: self.isInteresting)
         let expired = !expiredEntries.isEmpty
 
         var questions: [Int: [DNSQuestion]] = [:]

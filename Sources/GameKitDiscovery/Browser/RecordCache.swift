@@ -188,7 +188,7 @@ struct RecordCache: Sendable {
     /// failure deadline passed are flushed (asked for at least twice without an answer, §10.4,
     /// §10.5), expired entries removed, and the passed refresh points of interesting entries
     /// become the questions to ask, per interface.
-    mutating func advance(now: NIODeadline, interesting: (Entry) -> Bool) -> (expired: [Entry], refreshes: [(interfaceIndex: Int, question: DNSQuestion)]) {
+    mutating func handleTimeout(now: NIODeadline, interesting: (Entry) -> Bool) -> (expired: [Entry], refreshes: [(interfaceIndex: Int, question: DNSQuestion)]) {
         guard now >= self.horizon else { return ([], []) }
         var expired: [Entry] = []
         var due: [(Int, DNSQuestion)] = []

@@ -201,7 +201,7 @@ struct ResponderMachine: Sendable {
         var announce: [(NetworkInterface) -> [DNSResourceRecord]] = []
 
         if var host = self.host {
-            switch host.advance(now: now) {
+            switch host.handleTimeout(now: now) {
             case .probe(let first):
                 let name = host.name
                 probeNames.append((name, first, { [self] in self.hostRecords(on: $0, name: name).filter { $0.type != .nsec } }))
@@ -232,7 +232,7 @@ struct ResponderMachine: Sendable {
                     break
                 }
             }
-            switch service.claim.advance(now: now) {
+            switch service.claim.handleTimeout(now: now) {
             case .probe(let first):
                 let snapshot = service
                 probeNames.append((service.instanceName, first, { [self] in self.uniqueServiceRecords(snapshot, on: $0) }))

@@ -64,7 +64,7 @@ struct UniqueNameClaim: Sendable {
     enum Step: Equatable { case none, probe(first: Bool), announce }
 
     /// Advances to `now`; returns what to send.
-    mutating func advance(now: NIODeadline) -> Step {
+    mutating func handleTimeout(now: NIODeadline) -> Step {
         switch self.state {
         case .waiting(let until) where until <= now:
             self.state = .probing(sent: 1, next: now + Self.probeInterval)

@@ -375,7 +375,7 @@ struct EndpointMachine: DatagramMachine {
         self.cookies.rotateIfNeeded(now: now)
         self.livenessResponder.expire(now: now)
         let proberKey = self.livenessResponder.publicKey
-        self.livenessWatcher.handleTimeouts(
+        self.livenessWatcher.handleTimeout(
             now: now, proberKey: proberKey,
             probe: { address, datagram in self.outbox.append((address, datagram)) },
             changed: { id, alive in self.events.append(.liveness(id, alive: alive)) })

@@ -100,7 +100,7 @@ struct LivenessWatcher {
 
     /// Sends the probes that are due, reporting peers that fell silent; `probe` gets each
     /// datagram and its destination, `changed` each watch whose state changed.
-    mutating func handleTimeouts(
+    mutating func handleTimeout(
         now: NIODeadline, proberKey: [UInt8], probe: (SocketAddress, ByteBuffer) -> Void, changed: (LivenessWatchID, Bool) -> Void
     ) {
         self.outstanding = self.outstanding.filter { now - $0.value.sentAt < Self.answerWindow }

@@ -194,15 +194,19 @@ struct ICEAgent: Sendable {
 
     // MARK: - Time
 
-    /// Datagrams due now.
-    mutating func poll(now: NIODeadline) -> [Output] {
+    /// Runs what is due at `now`: checks, nomination, consent (their datagrams are taken with
+    /// ``pollTransmit()``).
+    mutating func handleTimeout(now: NIODeadline) {
         switch self.state {
         case .checking: self.pollChecks(now: now)
         case .selected: self.pollConsent(now: now)
         case .consentLost: break
         }
-        defer { self.outbox.removeAll() }
-        return self.outbox
+    }
+
+    /// The next datagram, in order (answers to checks as well); nil when none is due.
+    mutating func pollTransmit() -> Output? {
+        self.outbox.isEmpty ? nil : self.outbox.removeFirst()
     }
 
     private mutating func pollChecks(now: NIODeadline) {

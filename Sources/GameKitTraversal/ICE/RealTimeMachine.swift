@@ -281,15 +281,18 @@ struct RealTimeMachine: DatagramMachine, Sendable {
     /// changed are queued for ``pollTransmit(now:into:)`` and ``pollEvent()``.
     private mutating func step(now: NIODeadline) {
         for index in self.binding.indices {
-            if let bytes = self.binding[index].poll(now: now) { self.outbox.append(Datagram(to: self.binding[index].server, bytes: bytes)) }
+            self.binding[index].handleTimeout(now: now)
+            if let bytes = self.binding[index].pollTransmit() { self.outbox.append(Datagram(to: self.binding[index].server, bytes: bytes)) }
         }
         if var turn = self.turn {
-            for bytes in turn.poll(now: now) { self.outbox.append(Datagram(to: turn.server, bytes: bytes)) }
+            turn.handleTimeout(now: now)
+            while let bytes = turn.pollTransmit() { self.outbox.append(Datagram(to: turn.server, bytes: bytes)) }
             self.turn = turn
             self.addRelayIfReady(now: now)
         }
         if var agent = self.agent {
-            for output in agent.poll(now: now) {
+            agent.handleTimeout(now: now)
+            while let output = agent.pollTransmit() {
                 if let datagram = self.route(output) { self.outbox.append(datagram) }
             }
             self.agent = agent

@@ -15,6 +15,7 @@ struct STUNBindingClient: Sendable {
     let server: TraversalAddress
     private(set) var state = State.querying
     private var transaction: STUNTransaction
+    private var due: [UInt8]?
 
     init(server: TraversalAddress, timing: STUNTransaction.Timing = .init(), now: NIODeadline, random: inout MachineRandom) {
         self.server = server
@@ -23,16 +24,20 @@ struct STUNBindingClient: Sendable {
         self.transaction = STUNTransaction(message: request, bytes: request.encoded(fingerprint: true), timing: timing, now: now)
     }
 
-    /// Bytes to send to the server now, if any.
-    mutating func poll(now: NIODeadline) -> [UInt8]? {
-        guard self.state == .querying else { return nil }
+    /// Runs the request's retransmission timer (what is due is taken with ``pollTransmit()``).
+    mutating func handleTimeout(now: NIODeadline) {
+        guard self.state == .querying else { return }
         switch self.transaction.poll(now: now) {
-        case .wait: return nil
-        case .send(let bytes): return bytes
-        case .expired:
-            self.state = .failed
-            return nil
+        case .wait: break
+        case .send(let bytes): self.due = bytes
+        case .expired: self.state = .failed
         }
+    }
+
+    /// The request to send to the server, when one is due.
+    mutating func pollTransmit() -> [UInt8]? {
+        defer { self.due = nil }
+        return self.due
     }
 
     var nextDeadline: NIODeadline? { self.state == .querying ? self.transaction.deadline : nil }

@@ -153,8 +153,9 @@ struct TURNClient: Sendable {
 
     // MARK: - Time
 
-    /// Datagrams to send to the server now.
-    mutating func poll(now: NIODeadline) -> [[UInt8]] {
+    /// Runs what is due at `now`: refreshes, permissions, retransmissions (their datagrams are
+    /// taken with ``pollTransmit()``).
+    mutating func handleTimeout(now: NIODeadline) {
         if case .allocated = self.state {
             if let refreshAt = self.refreshAt, now >= refreshAt {
                 self.refreshAt = nil
@@ -181,8 +182,11 @@ struct TURNClient: Sendable {
                 }
             }
         }
-        defer { self.outbox.removeAll() }
-        return self.outbox
+    }
+
+    /// The next datagram for the server, in order; nil when none is due.
+    mutating func pollTransmit() -> [UInt8]? {
+        self.outbox.isEmpty ? nil : self.outbox.removeFirst()
     }
 
     var nextDeadline: NIODeadline? {

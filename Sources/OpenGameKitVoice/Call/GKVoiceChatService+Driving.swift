@@ -118,7 +118,7 @@ extension GKVoiceChatService {
         guard let deadline = self.state.machine.nextDeadline else { return }
         let generation = self.state.generation
         self.state.timer = self.loop.scheduleTask(deadline: deadline) { [weak self] in
-            self?.perform(ifCurrent: generation) { machine, now in machine.tick(now: now) }
+            self?.perform(ifCurrent: generation) { machine, now in machine.handleTimeout(now: now) }
         }
     }
 

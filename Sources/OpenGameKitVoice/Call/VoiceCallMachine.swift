@@ -322,7 +322,7 @@ struct VoiceCallMachine: Sendable {
 
     var nextDeadline: NIODeadline? { self.call?.deadline }
 
-    mutating func tick(now: NIODeadline) -> [Action] {
+    mutating func handleTimeout(now: NIODeadline) -> [Action] {
         guard let call = self.call, let deadline = call.deadline, now >= deadline else { return [] }
         switch call.phase {
         case .inviting:

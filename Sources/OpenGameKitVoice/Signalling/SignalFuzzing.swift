@@ -40,7 +40,7 @@ public enum SignalFuzzingEntryPoints {
             let participant = blob.control & 1 == 0 ? "alice" : "bob"
             let callID = machine.call?.callID ?? 0x0102_0304
             now = now + .milliseconds(advances[Int(blob.control >> 4 & 7)])
-            var actions = machine.tick(now: now)
+            var actions = machine.handleTimeout(now: now)
             switch blob.control >> 1 & 7 {
             case 1: actions += (try? machine.start(participant, callID: 0x0102_0304, now: now)) ?? []
             case 2: actions += (try? machine.accept(callID, now: now)) ?? []
