@@ -787,6 +787,18 @@ struct SessionMachineTests {
         #expect(net[server].statistics.relayDropped == 1030)
     }
 
+    /// A message to several peers is encoded once: every link's message is the same buffer
+    /// (the transport copies it once per link, into the link's retransmission store).
+    @Test func aMessageToSeveralPeersIsEncodedOnce() throws {
+        let (net, alice, _, _) = try SessionTestNetwork.mesh()
+        let batch = try net[alice].plan(bytes("to both"), to: [2, 3], mode: .reliable)
+        #expect(batch.count == 2)
+        #expect(Set(batch.map(\.link)).count == 2)
+        #expect(batch[0].message == batch[1].message)
+        let storage = batch.map { $0.message.withVeryUnsafeBytes { UInt(bitPattern: $0.baseAddress) } }
+        #expect(storage[0] == storage[1], "each peer's message was encoded again")
+    }
+
     // MARK: - 8. Disconnecting a peer from everyone
 
     @Test func droppingAPeerInAMeshDisconnectsItFromEveryone() throws {

@@ -19,6 +19,24 @@ struct SessionWireTests {
         #expect(try SessionWelcome.decode(longest.encode()).displayName == String(repeating: "é", count: 127))
     }
 
+    /// A data message built from the application's bytes with its kind in front is the same
+    /// bytes as one encoded the ordinary way, and shares the payload's storage (no copy); any
+    /// other payload is encoded by copying.
+    @Test(arguments: [[], [0], [1, 2, 3], Array(repeating: 0xAB, count: 1_500)] as [[UInt8]])
+    func aDataMessageIsEncodedWithoutCopyingItsPayload(bytes: [UInt8]) throws {
+        let payload = SessionMessage.dataPayload(copying: bytes)
+        #expect(Array(payload.readableBytesView) == bytes)
+        let framed = SessionMessage.encodedData(payload)
+        #expect(framed == SessionMessage.data(ByteBuffer(bytes: bytes)).encode())
+        #expect(try SessionMessage.decode(framed) == .data(ByteBuffer(bytes: bytes)))
+        let shared = framed.withVeryUnsafeBytes { $0.baseAddress } == payload.withVeryUnsafeBytes { $0.baseAddress }
+        #expect(shared, "the payload was copied")
+        // A payload with something else in front of it (here a 7) is encoded by copying.
+        var other = ByteBuffer(bytes: [7] + bytes)
+        other.moveReaderIndex(forwardBy: 1)
+        #expect(SessionMessage.encodedData(other) == SessionMessage.data(ByteBuffer(bytes: bytes)).encode())
+    }
+
     @Test func theSessionKeyIsTheFirstEightBytesOfSHA256() {
         // python3 -c "import hashlib; print(hashlib.sha256(b'chess').hexdigest()[:16])"
         #expect(SessionHello.sessionKey(for: "chess") == 0xAC73_9DCC_D121_F712)

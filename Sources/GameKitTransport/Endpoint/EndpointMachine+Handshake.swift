@@ -76,6 +76,7 @@ extension EndpointMachine {
     private mutating func answerRepeat(of message: InitiationMessage, from source: HandshakeSource, now: NIODeadline) -> Bool {
         if let accepted = self.accepted[source], accepted.ephemeralPublicKey == message.ephemeralPublicKey {
             self.links[accepted.linkIndex]?.machine.responseSentAt = nil
+            self.fileTimer(of: accepted.linkIndex)
             self.outbox.append((source.address, accepted.response))
             return true
         }
@@ -116,6 +117,7 @@ extension EndpointMachine {
                 return
             }
             self.links[accepted.linkIndex]?.machine.terminate(reason: .cancelledByPeer, now: now)
+            self.fileTimer(of: accepted.linkIndex)
             self.collectEvents(of: accepted.linkIndex)
         } else {
             self.statistics.droppedStrayHandshake += 1
@@ -155,6 +157,7 @@ extension EndpointMachine {
             parameters: parameters,
             now: now
         ))
+        self.fileTimer(of: index)
         self.statistics.linksOpened += 1
         self.events.append(.linkOpened(LinkID(rawValue: index), remoteAddress: address, payload: completion.payload))
     }

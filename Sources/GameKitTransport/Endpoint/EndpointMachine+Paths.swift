@@ -5,6 +5,7 @@ extension EndpointMachine {
     /// (PROTOCOL §6.7). Unknown links are ignored.
     mutating func setAlternateAddresses(_ addresses: [SocketAddress], for link: LinkID) {
         self.links[link.rawValue]?.machine.setAlternateAddresses(addresses)
+        self.fileTimer(of: link.rawValue)
     }
 
     /// The driver dropped datagrams to `address` for lack of a route (an interface went down):
@@ -16,6 +17,7 @@ extension EndpointMachine {
                 !slot.machine.alternateAddresses.isEmpty
             else { continue }
             slot.machine.failOver(now: now, isUsable: isUsable)
+            self.fileTimer(of: index)
             self.collectEvents(of: index)
         }
     }

@@ -59,6 +59,8 @@ struct EndpointMachine: DatagramMachine {
     private(set) var lastNow: NIODeadline
     private var transmitOrder: [UInt32] = []
     private var timeoutOrder: [UInt32] = []
+    /// Every link's next deadline, earliest first.
+    private var linkTimers = LinkTimerQueue()
     private var transmitPosition = 0
     private var scratchEvents: [LinkEvent] = []
     /// Link indexes come from here.
@@ -178,6 +180,7 @@ struct EndpointMachine: DatagramMachine {
             parameters: parameters,
             now: now
         ))
+        self.fileTimer(of: index)
         self.accepted[request.source] = AcceptedHandshake(
             linkIndex: index,
             ephemeralPublicKey: request.ephemeralPublicKey,
@@ -206,6 +209,7 @@ struct EndpointMachine: DatagramMachine {
     mutating func send(_ message: ByteBuffer, on link: LinkID, mode: SendMode) throws(TransportError) {
         guard self.links[link.rawValue] != nil else { throw .linkNotOpen }
         try self.links[link.rawValue]!.machine.send(message, mode: mode)
+        self.fileTimer(of: link.rawValue)
     }
 
     /// Queues each message on its link, or none of them: every link is checked first, and the
@@ -221,6 +225,7 @@ struct EndpointMachine: DatagramMachine {
         }
         for (message, link) in batch {
             try self.links[link.rawValue]!.machine.send(message, mode: mode)
+            self.fileTimer(of: link.rawValue)
         }
     }
 
@@ -235,6 +240,7 @@ struct EndpointMachine: DatagramMachine {
             slot.machine.parameters.disconnectTimeout = timeout
             slot.machine.parameters.keepaliveInterval = configuration.effectiveKeepaliveInterval
         }
+        for index in self.links.keys { self.fileTimer(of: index) }
     }
 
     /// Closes a link after delivering what is queued on it.
@@ -243,6 +249,7 @@ struct EndpointMachine: DatagramMachine {
         switch state {
         case .open, .awaitingConfirmation:
             self.links[link.rawValue]!.machine.close(code: code, now: now)
+            self.fileTimer(of: link.rawValue)
             self.collectEvents(of: link.rawValue)
         default:
             throw .linkNotOpen
@@ -264,6 +271,7 @@ struct EndpointMachine: DatagramMachine {
         }
         for index in self.links.keys.sorted() {
             self.links[index]!.machine.abort(code: endpointClosingCode, reason: .endpointClosed, copies: Self.shutdownCloseCopies, now: now)
+            self.fileTimer(of: index)
             self.collectEvents(of: index)
         }
     }
@@ -349,7 +357,7 @@ struct EndpointMachine: DatagramMachine {
             return
         }
         switch slot.machine.receive(datagram: datagram, header: header, from: address, now: now) {
-        case .accepted: break
+        case .accepted: self.fileTimer(of: index)
         case .duplicate: self.statistics.droppedReplayed += 1
         case .unauthenticated: self.statistics.droppedUnauthenticated += 1
         }
@@ -364,7 +372,9 @@ struct EndpointMachine: DatagramMachine {
         for request in self.requests.values { deadline = deadline.earliest(request.lastSeen + Self.requestLifetime) }
         for answer in self.answered.values { deadline = deadline.earliest(answer.until) }
         for withdrawn in self.withdrawnInitiations.values { deadline = deadline.earliest(withdrawn.until) }
-        for slot in self.links.values { deadline = deadline.earliest(slot.machine.nextDeadline) }
+        // The links' from the timer queue (no walk); a debug build checks it missed nothing.
+        assert(self.linkTimers.earliest == self.links.values.reduce(nil) { $0.earliest($1.machine.nextDeadline) }, "a link's deadline changed without being filed")
+        deadline = deadline.earliest(self.linkTimers.earliest)
         deadline = deadline.earliest(self.cookies.nextRotation)
         deadline = deadline.earliest(self.livenessWatcher.nextDeadline)
         return deadline
@@ -393,17 +403,18 @@ struct EndpointMachine: DatagramMachine {
         }
         self.answered = self.answered.filter { now < $0.value.until }
         self.withdrawnInitiations = self.withdrawnInitiations.filter { now < $0.value.until }
-        // Into a kept array, not `sorted()`: no allocation per timeout.
+        // Only the links that are due, earliest first (then by index), from the timer queue; each
+        // is filed again. Collected first: a link filed again at `now` would come round twice.
         self.timeoutOrder.removeAll(keepingCapacity: true)
-        self.timeoutOrder.append(contentsOf: self.links.keys)
-        self.timeoutOrder.sort()
+        while let index = self.linkTimers.popDue(now: now) { self.timeoutOrder.append(index) }
         for index in self.timeoutOrder {
-            guard let slot = self.links[index], let deadline = slot.machine.nextDeadline, deadline <= now else { continue }
+            guard let slot = self.links[index] else { continue }
             slot.machine.handleTimeout(now: now)
             self.collectEvents(of: index)
             if slot.machine.isClosed {
                 self.links[index] = nil
             }
+            self.fileTimer(of: index)
         }
     }
 
@@ -432,6 +443,7 @@ struct EndpointMachine: DatagramMachine {
             }
             let sent = slot.machine.pollTransmit(now: now, into: &output)
             if !slot.machine.events.isEmpty { self.collectEvents(of: index) }
+            self.fileTimer(of: index)
             if sent {
                 self.statistics.datagramsSent += 1
                 return slot.machine.remoteAddress
@@ -502,6 +514,12 @@ struct EndpointMachine: DatagramMachine {
         self.withdrawnInitiations[index] = WithdrawnInitiation(cancel: cancel, until: now + Self.answerLifetime)
         self.events.append(.connectFailed(LinkID(rawValue: index), error))
         return true
+    }
+
+    /// Files link `index` in the timer queue under its deadline now (or takes it out when it has
+    /// none or is gone). Called after every change to a link.
+    mutating func fileTimer(of index: UInt32) {
+        self.linkTimers.update(index, to: self.links[index]?.machine.nextDeadline)
     }
 
     /// A random nonzero index used by no link, handshake or recently withdrawn handshake.

@@ -401,8 +401,9 @@ open class GKSession: NSObject, @unchecked Sendable {
             }
             ids.append(id)
         }
-        var buffer = ByteBuffer()
-        buffer.writeBytes(data)
+        // The one copy the Data API forces, with room for the session's header in front (so the
+        // session message is not encoded again, SessionMessage.encodedData).
+        let buffer = SessionMessage.dataPayload(copying: data)
         return (buffer, ids, mode == .reliable ? .reliable : .unreliable)
     }
 

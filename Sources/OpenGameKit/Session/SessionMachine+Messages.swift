@@ -39,8 +39,11 @@ extension SessionMachine {
             }
         }
         var batch: [(message: ByteBuffer, link: LinkID)] = []
-        for link in direct {
-            batch.append((SessionMessage.data(data).encode(), link))
+        // Encoded once: every direct peer's message shares one buffer (the transport copies it
+        // into each link's send stream, as it must keep it for retransmission anyway).
+        if !direct.isEmpty {
+            let encoded = SessionMessage.encodedData(data)
+            for link in direct { batch.append((encoded, link)) }
         }
         for (_, route) in relayed.sorted(by: { $0.key < $1.key }) {
             for chunk in stride(from: 0, to: route.peers.count, by: SessionMessage.maximumPeers) {

@@ -36,6 +36,30 @@ enum SessionMessage: Equatable, Sendable {
         return buffer
     }
 
+    /// `.data(payload)` encoded, without copying the payload when the byte just before it in its
+    /// buffer is already the data kind (``dataPayload(copying:)`` leaves it there): the encoding
+    /// is then that byte and the payload, as they lie.
+    static func encodedData(_ payload: ByteBuffer) -> ByteBuffer {
+        if payload.readerIndex >= 1 {
+            // Moved back first: ByteBuffer reads only readable bytes.
+            var framed = payload
+            framed.moveReaderIndex(to: payload.readerIndex - 1)
+            if framed.getInteger(at: framed.readerIndex, as: UInt8.self) == Kind.data.rawValue { return framed }
+        }
+        return SessionMessage.data(payload).encode()
+    }
+
+    /// The application's bytes as a payload for ``encodedData(_:)``: one copy, with the data
+    /// kind written just before them, so that encoding the message copies nothing more.
+    static func dataPayload(copying bytes: some Collection<UInt8>) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(bytes.count + 1)
+        buffer.writeInteger(Kind.data.rawValue)
+        buffer.writeBytes(bytes)
+        buffer.moveReaderIndex(forwardBy: 1)
+        return buffer
+    }
+
     func encode(into buffer: inout ByteBuffer) {
         switch self {
         case .data(let payload):
