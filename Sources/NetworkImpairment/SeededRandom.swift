@@ -1,3 +1,5 @@
+@_spi(Machine) import GameKitMachine
+
 /// A small, fast, deterministic pseudo-random number generator.
 ///
 /// Impairment runs must be reproducible: a failing property test or a surprising benchmark is
@@ -11,12 +13,10 @@
 ///
 /// It is not cryptographically secure; do not use it for keys or nonces.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
-    // MARK: - State
-
-    private var s0: UInt64
-    private var s1: UInt64
-    private var s2: UInt64
-    private var s3: UInt64
+    /// The package's one seeded generator (the machines' `MachineRandom`, seeded): the same
+    /// algorithm and seed expansion, so the impairments and the machines draw from one
+    /// implementation.
+    private var generator: MachineRandom
 
     // MARK: - Creating a generator
 
@@ -24,26 +24,14 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     ///
     /// Every seed, including 0, gives a valid, well-mixed state.
     public init(seed: UInt64) {
-        var expander = SplitMix64(state: seed)
-        self.s0 = expander.next()
-        self.s1 = expander.next()
-        self.s2 = expander.next()
-        self.s3 = expander.next()
+        self.generator = MachineRandom(seed: seed)
     }
 
     // MARK: - Drawing numbers
 
     /// Returns the next 64 uniformly distributed bits (xoshiro256\*\*).
     public mutating func next() -> UInt64 {
-        let result = (self.s1 &* 5).rotatedLeft(by: 7) &* 9
-        let t = self.s1 << 17
-        self.s2 ^= self.s0
-        self.s3 ^= self.s1
-        self.s1 ^= self.s2
-        self.s0 ^= self.s3
-        self.s2 ^= t
-        self.s3 = self.s3.rotatedLeft(by: 45)
-        return result
+        self.generator.next()
     }
 
     /// Returns a uniformly distributed `Double` in `0..<1`, built from the top 53 bits of
@@ -104,14 +92,5 @@ struct SplitMix64 {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
-    }
-}
-
-// MARK: - Helpers
-
-extension UInt64 {
-    @inline(__always)
-    fileprivate func rotatedLeft(by amount: UInt64) -> UInt64 {
-        (self << amount) | (self >> (64 &- amount))
     }
 }

@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// A small machine for the driver's tests: it answers every datagram with "re:" and the same

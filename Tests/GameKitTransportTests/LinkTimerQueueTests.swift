@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 import Testing
 
@@ -12,7 +12,7 @@ struct LinkTimerQueueTests {
     @Test(arguments: 1...20 as ClosedRange<UInt64>)
     func matchesAPlainTableUnderRandomOperations(seed: UInt64) {
         var random = MachineRandom(seed: seed)
-        var queue = LinkTimerQueue()
+        let queue = LinkTimerQueue()
         var table: [UInt32: NIODeadline] = [:]
         for _ in 0..<2_000 {
             let index = UInt32(random.next() % 40)
@@ -39,5 +39,28 @@ struct LinkTimerQueueTests {
         let expected = table.filter { $0.value <= now }.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.map(\.key)
         #expect(popped == expected)
         #expect(queue.earliest == table.filter { $0.value > now }.values.min())
+    }
+
+    @Test func marksAreFiledOnceAtTheNextRefresh() {
+        let queue = LinkTimerQueue()
+        var table: [UInt32: NIODeadline] = [1: .uptimeNanoseconds(50), 2: .uptimeNanoseconds(20)]
+        var asked: [UInt32] = []
+        queue.markChanged(1)
+        queue.markChanged(2)
+        #expect(queue.earliest == nil)
+        queue.refresh { asked.append($0); return table[$0] }
+        #expect(asked == [1, 2])
+        #expect(queue.earliest == .uptimeNanoseconds(20))
+        // Link 2 is gone, link 1 moved earlier: nothing changes until they are marked and refreshed.
+        table[2] = nil
+        table[1] = .uptimeNanoseconds(10)
+        queue.refresh { asked.append($0); return table[$0] }
+        #expect(asked == [1, 2])
+        #expect(queue.earliest == .uptimeNanoseconds(20))
+        queue.markChanged(2)
+        queue.markChanged(1)
+        queue.refresh { table[$0] }
+        #expect(queue.earliest == .uptimeNanoseconds(10))
+        #expect(queue.count == 1)
     }
 }

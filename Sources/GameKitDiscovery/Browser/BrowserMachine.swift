@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// The multicast DNS browser, without I/O: continuous querying for service types, the record

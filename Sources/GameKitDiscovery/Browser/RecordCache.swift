@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// Records heard on the network, with their expiry (RFC 6762 §5.2, §10).

@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// The multicast DNS responder, without I/O: registered services, their claims on unique names,

@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// The responder and the browser of one endpoint, fed the same messages and driven by one

@@ -15,7 +15,7 @@ import NIOCore
 ///   `now` (or nil): a deadline that stays due would make a real event loop spin.
 /// - Randomness comes from a ``MachineRandom`` given to the machine, never from inside it, and
 ///   collections are iterated in a defined order, so that a seeded run repeats exactly.
-package protocol DatagramMachine: SendableMetatype {
+@_spi(Machine) public protocol DatagramMachine: SendableMetatype {
     /// What the machine reports to its application.
     associatedtype Event
     /// Where a received datagram came from (a socket address for most machines; mDNS adds the
@@ -47,14 +47,16 @@ package protocol DatagramMachine: SendableMetatype {
 }
 
 extension DatagramMachine {
-    package mutating func handleUnroutable(_ destination: Destination, now: NIODeadline, isRoutable: (Destination) -> Bool) {}
+    @inlinable
+    public mutating func handleUnroutable(_ destination: Destination, now: NIODeadline, isRoutable: (Destination) -> Bool) {}
 }
 
-extension Optional where Wrapped == NIODeadline {
+@_spi(Machine) extension Optional where Wrapped == NIODeadline {
     /// The earlier of two optional deadlines (nil when both are): how a machine combines its
     /// timers into ``DatagramMachine/nextDeadline``. A plain function, not a closure capturing a
     /// running minimum, which a debug build would box on the heap on every call.
-    package func earliest(_ other: NIODeadline?) -> NIODeadline? {
+    @inlinable
+    public func earliest(_ other: NIODeadline?) -> NIODeadline? {
         guard let self else { return other }
         guard let other else { return self }
         return Swift.min(self, other)

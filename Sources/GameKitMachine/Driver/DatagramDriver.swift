@@ -18,47 +18,47 @@ import NIOCore
 /// Reads hand datagrams to ``receive(_:from:)``; the end of a read batch (or
 /// ``Limits/datagramsPerCycleStart`` datagrams within one) runs a cycle, so replies and
 /// acknowledgements leave without waiting for the next event-loop tick.
-package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendable {
+@_spi(Machine) public final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendable {
     /// The driver's bounds.
-    package struct Limits: Sendable {
+    public struct Limits: Sendable {
         /// Datagrams written per round before yielding to reads (another cycle follows at once).
-        package var datagramsPerRound = 512
+        public var datagramsPerRound = 512
         /// Datagrams read before a cycle runs in the middle of a read batch, so that
         /// acknowledgements go out while a large batch is still being processed.
-        package var datagramsPerCycleStart = 32
+        public var datagramsPerCycleStart = 32
         /// Rounds per cycle before yielding to other tasks.
-        package var roundsPerCycle = 4
+        public var roundsPerCycle = 4
 
-        package init() {}
+        public init() {}
     }
 
-    package let eventLoop: EventLoop
-    private let limits: Limits
-    private let deliver: (Machine.Event) -> Void
-    private let lock = NIOLock()
+    public let eventLoop: EventLoop
+    @usableFromInline let limits: Limits
+    @usableFromInline let deliver: (Machine.Event) -> Void
+    @usableFromInline let lock = NIOLock()
 
     // MARK: Guarded by `lock`
-    private var machine: Machine
-    private var cycleRequested = false
-    private var inCycle = false
-    private var closing = false
-    private var shutDown = false
+    @usableFromInline var machine: Machine
+    @usableFromInline var cycleRequested = false
+    @usableFromInline var inCycle = false
+    @usableFromInline var closing = false
+    @usableFromInline var shutDown = false
 
     // MARK: Event loop only
-    private var socket: (any DatagramSocket<Machine.Destination>)?
-    private var timer: Scheduled<Void>?
-    private var timerDeadline: NIODeadline?
-    private var inbox: [(datagram: ByteBuffer, source: Machine.Source)] = []
-    private var pendingEvents: [Machine.Event] = []
+    @usableFromInline var socket: (any DatagramSocket<Machine.Destination>)?
+    @usableFromInline var timer: Scheduled<Void>?
+    @usableFromInline var timerDeadline: NIODeadline?
+    @usableFromInline var inbox: [(datagram: ByteBuffer, source: Machine.Source)] = []
+    @usableFromInline var pendingEvents: [Machine.Event] = []
     /// The datagram list of the last batch, kept for its capacity (no allocation per round).
-    private var spareDatagrams: [TransmitBatch<Machine.Destination>.Datagram] = []
+    @usableFromInline var spareDatagrams: [TransmitBatch<Machine.Destination>.Datagram] = []
     /// While shutting down: the last write's completion, so that the socket closes after it.
-    private var trackWrites = false
-    private var lastWrite: EventLoopFuture<Void>?
+    @usableFromInline var trackWrites = false
+    @usableFromInline var lastWrite: EventLoopFuture<Void>?
 
     /// A driver for `machine` on `eventLoop`; `deliver` receives its events, on the event loop,
     /// one at a time, in order.
-    package init(machine: Machine, eventLoop: EventLoop, limits: Limits = Limits(), deliver: @escaping (Machine.Event) -> Void) {
+    public init(machine: Machine, eventLoop: EventLoop, limits: Limits = Limits(), deliver: @escaping (Machine.Event) -> Void) {
         self.machine = machine
         self.eventLoop = eventLoop
         self.limits = limits
@@ -66,7 +66,7 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
     }
 
     /// Starts writing to `socket` and runs a first cycle (event loop only).
-    package func attach(_ socket: any DatagramSocket<Machine.Destination>) {
+    public func attach(_ socket: any DatagramSocket<Machine.Destination>) {
         self.eventLoop.preconditionInEventLoop()
         self.socket = socket
         self.runCycle()
@@ -75,13 +75,14 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
     // MARK: - Application side (any thread)
 
     /// Whether shutdown has begun (application calls fail from then on).
-    package var isClosing: Bool {
+    public var isClosing: Bool {
         self.lock.withLock { self.closing }
     }
 
     /// Runs `body` on the machine under the lock and schedules a cycle to send what it queued.
     /// Returns nil, without running `body`, once shutdown has begun.
-    package func perform<Result, Failure: Error>(_ body: (inout Machine, NIODeadline) throws(Failure) -> Result) throws(Failure) -> Result? {
+    @inlinable
+    public func perform<Result, Failure: Error>(_ body: (inout Machine, NIODeadline) throws(Failure) -> Result) throws(Failure) -> Result? {
         self.lock.lock()
         guard !self.closing else {
             self.lock.unlock()
@@ -101,13 +102,15 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
     }
 
     /// Reads the machine under the lock.
-    package func read<Result>(_ body: (Machine) -> Result) -> Result {
+    @inlinable
+    public func read<Result>(_ body: (Machine) -> Result) -> Result {
         self.lock.withLock { body(self.machine) }
     }
 
     /// Changes the machine under the lock without scheduling a cycle, even after shutdown (to
     /// collect what the owner must release).
-    package func withLockedMachine<Result>(_ body: (inout Machine) -> Result) -> Result {
+    @inlinable
+    public func withLockedMachine<Result>(_ body: (inout Machine) -> Result) -> Result {
         self.lock.withLock { body(&self.machine) }
     }
 
@@ -115,7 +118,8 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
 
     /// Queues a received datagram for the next cycle, which runs at the end of the read batch or
     /// after ``Limits/datagramsPerCycleStart`` datagrams.
-    package func receive(_ datagram: ByteBuffer, from source: Machine.Source) {
+    @inlinable
+    public func receive(_ datagram: ByteBuffer, from source: Machine.Source) {
         self.inbox.append((datagram, source))
         if self.inbox.count >= self.limits.datagramsPerCycleStart {
             self.runCycle()
@@ -124,8 +128,9 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
 
     /// One cycle (see the type's description). Returns whether work remained, in which case a
     /// further cycle has been scheduled.
+    @inlinable
     @discardableResult
-    package func runCycle() -> Bool {
+    public func runCycle() -> Bool {
         self.eventLoop.preconditionInEventLoop()
         var rounds = 0
         var again = true
@@ -184,7 +189,7 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
     /// bound for the last datagram to leave, since closing a channel discards queued writes),
     /// and the socket closes. Returns false when shutdown had already begun.
     @discardableResult
-    package func shutdown(flushLimit: TimeAmount, _ finalize: (inout Machine, NIODeadline) -> Void) async -> Bool {
+    public func shutdown(flushLimit: TimeAmount, _ finalize: (inout Machine, NIODeadline) -> Void) async -> Bool {
         let first = self.lock.withLock { () -> Bool in
             guard !self.closing else { return false }
             self.closing = true
@@ -224,7 +229,7 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
     }
 
     /// Runs a cycle and completes once what it wrote has left.
-    package func flush() -> EventLoopFuture<Void> {
+    public func flush() -> EventLoopFuture<Void> {
         self.eventLoop.flatSubmit {
             self.trackWrites = true
             self.lastWrite = nil
@@ -238,18 +243,21 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
     // MARK: - Private
 
     /// Returns true when the caller must schedule a cycle (lock held).
-    private func requestCycleLocked() -> Bool {
+    @inlinable
+    func requestCycleLocked() -> Bool {
         guard !self.cycleRequested else { return false }
         self.cycleRequested = true
         return !self.inCycle
     }
 
-    private func scheduleCycle() {
+    @inlinable
+    func scheduleCycle() {
         self.eventLoop.execute { self.runCycle() }
     }
 
     /// Hands the datagrams read so far to the machine (lock held).
-    private func drainInboxLocked() {
+    @inlinable
+    func drainInboxLocked() {
         guard !self.inbox.isEmpty else { return }
         if !self.shutDown {
             let now = self.eventLoop.now
@@ -262,7 +270,8 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
 
     /// Polls datagrams into one buffer, up to ``Limits/datagramsPerRound`` (lock held); returns
     /// them and whether more may be due.
-    private func collectTransmitsLocked() -> (TransmitBatch<Machine.Destination>?, Bool) {
+    @inlinable
+    func collectTransmitsLocked() -> (TransmitBatch<Machine.Destination>?, Bool) {
         guard let socket = self.socket, socket.isWritable, !self.shutDown else { return (nil, false) }
         let now = self.eventLoop.now
         var batch = TransmitBatch<Machine.Destination>(buffer: socket.allocator.buffer(capacity: 2048))
@@ -285,7 +294,8 @@ package final class DatagramDriver<Machine: DatagramMachine>: @unchecked Sendabl
         return (batch, true)
     }
 
-    private func rearmTimer() {
+    @inlinable
+    func rearmTimer() {
         guard var next = self.lock.withLock({ self.shutDown ? nil : self.machine.nextDeadline }) else {
             self.timer?.cancel()
             self.timer = nil

@@ -3,24 +3,33 @@ import NIOCore
 /// Datagrams a machine produced in one round, written back to back into one buffer: the
 /// driver polls them in, a socket slices them out (and may merge runs into one segmentation
 /// offload send).
-package struct TransmitBatch<Destination> {
+@_spi(Machine) public struct TransmitBatch<Destination> {
     /// Where each datagram goes and where its bytes lie in ``buffer``.
-    package struct Datagram {
-        package var destination: Destination
-        package var start: Int
-        package var length: Int
+    public struct Datagram {
+        public var destination: Destination
+        public var start: Int
+        public var length: Int
+
+        @inlinable
+        public init(destination: Destination, start: Int, length: Int) {
+            self.destination = destination
+            self.start = start
+            self.length = length
+        }
     }
 
     /// The datagrams' bytes, one after another.
-    package var buffer: ByteBuffer
-    package var datagrams: [Datagram] = []
+    public var buffer: ByteBuffer
+    public var datagrams: [Datagram] = []
 
-    package init(buffer: ByteBuffer) {
+    @inlinable
+    public init(buffer: ByteBuffer) {
         self.buffer = buffer
     }
 
     /// The bytes of datagram `index`, without copying.
-    package func bytes(of index: Int) -> ByteBuffer {
+    @inlinable
+    public func bytes(of index: Int) -> ByteBuffer {
         let datagram = self.datagrams[index]
         return self.buffer.getSlice(at: datagram.start, length: datagram.length)!
     }
@@ -29,7 +38,7 @@ package struct TransmitBatch<Destination> {
 /// What ``DatagramDriver`` writes a machine's datagrams to: one UDP socket
 /// (``UDPChannelSocket``), or several (mDNS keeps one per interface and address family).
 /// Event loop only.
-package protocol DatagramSocket<Destination>: AnyObject {
+@_spi(Machine) public protocol DatagramSocket<Destination>: AnyObject {
     associatedtype Destination
 
     /// False while the kernel will take no more: the driver stops polling datagrams until a

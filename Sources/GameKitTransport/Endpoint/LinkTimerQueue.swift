@@ -4,10 +4,14 @@ import NIOCore
 /// deadline is read without walking its links, and a timeout visits only the links that are due.
 ///
 /// Ordered by deadline, then by link index (a seeded run visits due links in the same order).
-/// The endpoint files a link again whenever it has acted on it (``update(_:to:)``, O(log n)); a
-/// debug build checks on every ``earliest`` read that nothing was missed.
-struct LinkTimerQueue {
+/// The endpoint marks a link whenever it has acted on it (``markChanged(_:)``: no work per
+/// packet beyond a flag), and the marked links are filed again, each once, when the deadline is
+/// next read (``refresh(_:)``, O(log n) each); a debug build checks on every read that nothing
+/// was missed. A class, so that the endpoint's `nextDeadline` getter can refresh it.
+final class LinkTimerQueue {
     private var heap: [UInt32] = []
+    /// Links changed since the last refresh (each once).
+    private var changed: [UInt32] = []
     private var deadlines: [UInt32: NIODeadline] = [:]
     private var positions: [UInt32: Int] = [:]
 
@@ -23,8 +27,25 @@ struct LinkTimerQueue {
 
     var count: Int { self.heap.count }
 
+    /// Notes that link `index` may have a new deadline. The caller marks each link once until
+    /// the next ``refresh(_:)`` (the endpoint keeps a flag in the link's slot).
+    func markChanged(_ index: UInt32) {
+        self.changed.append(index)
+    }
+
+    /// Files every link marked since the last refresh under the deadline `deadline` gives for
+    /// it (nil: gone, or no timer).
+    func refresh(_ deadline: (UInt32) -> NIODeadline?) {
+        guard !self.changed.isEmpty else { return }
+        for position in self.changed.indices {
+            let index = self.changed[position]
+            self.update(index, to: deadline(index))
+        }
+        self.changed.removeAll(keepingCapacity: true)
+    }
+
     /// Files link `index` under `deadline` (nil: no timer).
-    mutating func update(_ index: UInt32, to deadline: NIODeadline?) {
+    func update(_ index: UInt32, to deadline: NIODeadline?) {
         guard let deadline else {
             self.remove(index)
             return
@@ -43,7 +64,7 @@ struct LinkTimerQueue {
     }
 
     /// Removes link `index` (closed, or no timer).
-    mutating func remove(_ index: UInt32) {
+    func remove(_ index: UInt32) {
         guard let position = self.positions.removeValue(forKey: index) else { return }
         self.deadlines[index] = nil
         let last = self.heap.removeLast()
@@ -56,7 +77,7 @@ struct LinkTimerQueue {
 
     /// The link due soonest if its deadline is at or before `now`, removed from the queue (the
     /// caller handles it and files it again).
-    mutating func popDue(now: NIODeadline) -> UInt32? {
+    func popDue(now: NIODeadline) -> UInt32? {
         guard let first = self.heap.first, self.deadlines[first]! <= now else { return nil }
         self.remove(first)
         return first
@@ -69,7 +90,7 @@ struct LinkTimerQueue {
         return da < db || (da == db && a < b)
     }
 
-    private mutating func siftUp(_ start: Int) {
+    private func siftUp(_ start: Int) {
         var child = start
         while child > 0 {
             let parent = (child - 1) / 2
@@ -79,7 +100,7 @@ struct LinkTimerQueue {
         }
     }
 
-    private mutating func siftDown(_ start: Int) {
+    private func siftDown(_ start: Int) {
         var parent = start
         while true {
             let left = 2 * parent + 1
@@ -92,7 +113,7 @@ struct LinkTimerQueue {
         }
     }
 
-    private mutating func swapAt(_ i: Int, _ j: Int) {
+    private func swapAt(_ i: Int, _ j: Int) {
         self.heap.swapAt(i, j)
         self.positions[self.heap[i]] = i
         self.positions[self.heap[j]] = j

@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -28,8 +28,7 @@ final class EndpointCore: @unchecked Sendable {
             case .event(let event):
                 event.log(to: logger)
                 onEvent(event)
-            case .opened(let waiter, let result): waiter.resume(returning: result)
-            case .space(let waiter): waiter.resume(returning: nil)
+            case .resume(let resumption): resumption.resume()
             }
         }
     }

@@ -1,5 +1,5 @@
 import DequeModule
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// The endpoint machine as the driver runs it: the machine, and the tasks waiting on it (for a
@@ -13,11 +13,35 @@ struct WaitingEndpoint: DatagramMachine {
     /// Resumed with nil when room is released (or the link closes): try again.
     typealias SpaceWaiter = CheckedContinuation<Result<Void, TransportError>?, Never>
 
-    /// What the driver delivers: the machine's events, and the waiters they resume.
+    /// What the driver delivers: the machine's events, and the waiters they resume. The
+    /// waiters travel boxed: an enum holding a `CheckedContinuation` (a type of the resilient
+    /// standard library) has no fixed layout, and every copy or test of it went through the
+    /// runtime, once per message.
     enum Delivery {
         case event(TransportEvent)
-        case opened(OpenWaiter, Result<OpenedLink, TransportError>)
-        case space(SpaceWaiter)
+        case resume(Resumption)
+    }
+
+    /// A waiting task and what it is resumed with.
+    final class Resumption {
+        enum Waiter {
+            case opened(OpenWaiter, Result<OpenedLink, TransportError>)
+            case space(SpaceWaiter)
+        }
+
+        let waiter: Waiter
+
+        init(_ waiter: Waiter) {
+            self.waiter = waiter
+        }
+
+        /// Resumes the task (once: the delivery is its only holder).
+        func resume() {
+            switch self.waiter {
+            case .opened(let waiter, let result): waiter.resume(returning: result)
+            case .space(let waiter): waiter.resume(returning: nil)
+            }
+        }
     }
 
     var machine: EndpointMachine
@@ -63,11 +87,11 @@ struct WaitingEndpoint: DatagramMachine {
             switch event {
             case .linkOpened(let link, let address, let payload):
                 if let waiter = self.openWaiters.removeValue(forKey: link) {
-                    self.resumptions.append(.opened(waiter, .success(OpenedLink(id: link, remoteAddress: address, payload: payload))))
+                    self.resumptions.append(.resume(Resumption(.opened(waiter, .success(OpenedLink(id: link, remoteAddress: address, payload: payload))))))
                 }
             case .connectFailed(let link, let error):
                 if let waiter = self.openWaiters.removeValue(forKey: link) {
-                    self.resumptions.append(.opened(waiter, .failure(error)))
+                    self.resumptions.append(.resume(Resumption(.opened(waiter, .failure(error)))))
                 }
             case .linkClosed(let link, _):
                 self.resumeSpaceWaiters(of: link)
@@ -93,7 +117,7 @@ struct WaitingEndpoint: DatagramMachine {
 
     private mutating func resumeSpaceWaiters(of link: LinkID) {
         guard !self.spaceWaiters.isEmpty, let waiters = self.spaceWaiters.removeValue(forKey: link) else { return }
-        for waiter in waiters { self.resumptions.append(.space(waiter.continuation)) }
+        for waiter in waiters { self.resumptions.append(.resume(Resumption(.space(waiter.continuation)))) }
     }
 
     // MARK: - Waiters

@@ -1,5 +1,5 @@
 import Crypto
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// One established link, without I/O: datagrams and the current time go in; datagrams, events and

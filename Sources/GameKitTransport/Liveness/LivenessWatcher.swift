@@ -1,5 +1,5 @@
 import Crypto
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// Identifies a watched peer within its endpoint.

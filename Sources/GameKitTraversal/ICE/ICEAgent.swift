@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// ICE connectivity checks for one component (RFC 8445 §6–§8, regular nomination) and consent

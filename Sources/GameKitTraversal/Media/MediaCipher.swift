@@ -1,5 +1,5 @@
 import Crypto
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 
 /// Seals and opens media datagrams of a real-time connection (PROTOCOL §17.5): a 12-byte header
 /// (marker 0x90, version 1, two zero bytes, a 64-bit packet counter) that is both the

@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// Learns this socket's server-reflexive address from one STUN server (RFC 8489 binding

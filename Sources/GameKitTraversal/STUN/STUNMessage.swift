@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import Crypto
 
 /// A STUN message (RFC 8489 §5): the 20-byte header (type, length, magic cookie, transaction ID)

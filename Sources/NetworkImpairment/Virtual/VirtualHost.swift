@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// A host of a ``VirtualNetwork``: one datagram machine, the addresses it is reached at, and

@@ -1,4 +1,4 @@
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// Datagram machines exchanging datagrams through seeded impairment models (loss, delay,

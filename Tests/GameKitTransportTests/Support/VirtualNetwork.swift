@@ -1,5 +1,5 @@
 import DequeModule
-import GameKitMachine
+@_spi(Machine) import GameKitMachine
 import NIOCore
 import NetworkImpairment
 import Testing
