@@ -240,10 +240,15 @@ public final class RealTimeConnection: @unchecked Sendable {
         }
     }
 
-    /// Sends a media packet on the chosen path (dropped before one is chosen). From any thread:
-    /// it is sealed at once and leaves on the event loop's next turn.
+    /// Sends a media packet on the chosen path (dropped before one is chosen). From any thread;
+    /// it is sealed and sent on the event loop. The caller (an audio thread) never waits for the
+    /// connection's lock, which the event loop holds while it opens a batch of arrivals: a
+    /// capture loop stalled behind it loses audio.
     public func send(_ payload: [UInt8]) {
-        _ = self.driver.perform { machine, _ in machine.queueMedia(payload) }
+        self.eventLoop.execute {
+            guard self.driver.perform({ machine, _ in machine.queueMedia(payload) }) != nil else { return }
+            self.driver.runCycle()
+        }
     }
 
     /// Gives up on UDP paths: media is sealed as before but handed to `send` (the application's
@@ -259,7 +264,10 @@ public final class RealTimeConnection: @unchecked Sendable {
 
     /// A sealed media packet that arrived through the application's channel.
     public func receiveFromClient(_ packet: [UInt8]) {
-        _ = self.driver.perform { machine, _ in machine.receiveFromClient(packet) }
+        self.eventLoop.execute {
+            guard self.driver.perform({ machine, _ in machine.receiveFromClient(packet) }) != nil else { return }
+            self.driver.runCycle()
+        }
     }
 
     /// Media packets refused (failed authentication or replayed).
