@@ -1,28 +1,109 @@
+@_spi(Machine) import GameKitMachine
 import NIOCore
 import NetworkImpairment
 import Testing
 
 @testable import GameKitTraversal
 
-/// Two ICE agents over a simulated network in virtual time: addresses, optional NAT-style
-/// filtering (inbound only from addresses a port has sent to), seeded loss.
+/// An ICE agent as a datagram machine, to run on the package's one virtual network: each
+/// datagram carries the address it was sent to, so the agent knows which of its bases (its own
+/// socket or its relay) received it.
+struct AgentMachine: DatagramMachine {
+    /// Where a datagram goes: out of which base, to which address.
+    struct Destination: Hashable { var base: ICEAgent.Base; var to: TraversalAddress }
+    /// Where it came from, and the address it was sent to.
+    struct Source: Hashable { var from: TraversalAddress; var to: TraversalAddress }
+
+    var agent: ICEAgent
+    /// This side's public address of each base.
+    let ports: [ICEAgent.Base: TraversalAddress]
+
+    mutating func handle(datagram: ByteBuffer, from source: Source, now: NIODeadline) {
+        guard let base = self.ports.first(where: { $0.value == source.to })?.key,
+            let decoded = try? STUNMessage.decode(Array(datagram.readableBytesView))
+        else { return }
+        _ = self.agent.receive(decoded, from: source.from, base: base, now: now)
+    }
+
+    mutating func handleTimeout(now: NIODeadline) {
+        self.agent.handleTimeout(now: now)
+    }
+
+    mutating func pollTransmit(now: NIODeadline, into buffer: inout ByteBuffer) -> Destination? {
+        guard let output = self.agent.pollTransmit() else { return nil }
+        buffer.writeBytes(output.bytes)
+        return Destination(base: output.base, to: output.to)
+    }
+
+    /// The tests read the agent's state instead.
+    mutating func pollEvent() -> Never? { nil }
+
+    var nextDeadline: NIODeadline? { self.agent.nextDeadline }
+}
+
+/// One side: an agent, its bases' public addresses, and which of them sit behind a NAT that
+/// lets in only addresses that base has sent to.
+struct AgentHost: VirtualHost {
+    var machine: AgentMachine
+    var filtering: Set<ICEAgent.Base> = []
+    var contacted: [ICEAgent.Base: Set<TraversalAddress>] = [:]
+
+    func source(for destination: AgentMachine.Destination) -> AgentMachine.Source {
+        AgentMachine.Source(from: self.machine.ports[destination.base]!, to: destination.to)
+    }
+
+    func accepts(_ destination: AgentMachine.Destination, from source: AgentMachine.Source) -> Bool {
+        guard let base = self.machine.ports.first(where: { $0.value == destination.to })?.key else { return false }
+        return !self.filtering.contains(base) || self.contacted[base, default: []].contains(source.from)
+    }
+
+    mutating func didSend(_ bytes: ByteBuffer, to destination: AgentMachine.Destination, now: NIODeadline) {
+        self.contacted[destination.base, default: []].insert(destination.to)
+    }
+
+    mutating func record(_ event: Never, now: NIODeadline) {}
+}
+
+/// Two ICE agents on the virtual network in virtual time: addresses, optional NAT-style
+/// filtering (inbound only from addresses a base has sent to), seeded loss.
 struct ICESimulation {
+    /// One base of one agent, as a test describes it.
     struct Port {
         var agent: Int
         var base: ICEAgent.Base
         /// The address others see and send to.
         var publicAddress: TraversalAddress
         var filters = false
-        var contacted: Set<TraversalAddress> = []
     }
 
-    var agents: [ICEAgent]
-    var ports: [Port]
-    var now = NIODeadline.uptimeNanoseconds(1_000_000_000)
-    var lossPercent = 0
-    var random = SeededRandom(seed: 7)
-    var blocked = false
-    var delivered = 0
+    var network: VirtualNetwork<AgentHost>
+    /// Set to cut both ways at once (every datagram dropped).
+    var blocked = false {
+        didSet {
+            let blocked = self.blocked
+            self.network.interceptor = blocked ? { _ in false } : nil
+        }
+    }
+
+    init(agents: [ICEAgent], ports: [Port], loss: Double = 0, seed: UInt64 = 7) {
+        self.network = VirtualNetwork(start: .uptimeNanoseconds(1_000_000_000))
+        self.network.onSpin = { Issue.record(Comment(rawValue: $0)) }
+        for (index, agent) in agents.enumerated() {
+            let mine = ports.filter { $0.agent == index }
+            let machine = AgentMachine(agent: agent, ports: Dictionary(uniqueKeysWithValues: mine.map { ($0.base, $0.publicAddress) }))
+            self.network.add(
+                AgentHost(machine: machine, filtering: Set(mine.filter(\.filters).map(\.base))),
+                profile: ImpairmentProfile(loss: loss), seed: seed)
+        }
+    }
+
+    var now: NIODeadline { self.network.now }
+
+    var agents: [ICEAgent] { self.network.hosts.map(\.machine.agent) }
+
+    mutating func addRemote(_ candidates: [ICECandidate], to index: Int) {
+        self.network.hosts[index].machine.agent.addRemote(candidates)
+    }
 
     static func keys() -> (RealTimeKeys, RealTimeKeys) {
         let a = RealTimeKeyExchange(), b = RealTimeKeyExchange()
@@ -30,30 +111,15 @@ struct ICESimulation {
                 try! b.keys(remotePublicKey: a.publicKeyBytes, isInitiator: false, context: [1]))
     }
 
-    /// Runs until `until` holds or `limit` of virtual time passes.
+    /// Runs until `done` holds or `limit` of virtual time passes; the clock ends at the limit.
     mutating func run(for limit: TimeAmount, until done: (ICESimulation) -> Bool = { _ in false }) {
-        let end = self.now + limit
-        while self.now < end && !done(self) {
-            for index in self.agents.indices {
-                self.agents[index].handleTimeout(now: self.now)
-                while let output = self.agents[index].pollTransmit() { self.route(output, from: index) }
-            }
-            self.now = self.now + .milliseconds(1)
+        let end = self.network.now + limit
+        var simulation = self
+        let held = self.network.run(for: limit) { network in
+            simulation.network = network
+            return done(simulation)
         }
-    }
-
-    private mutating func route(_ output: ICEAgent.Output, from agent: Int) {
-        guard let sender = self.ports.firstIndex(where: { $0.agent == agent && $0.base == output.base }) else { return }
-        self.ports[sender].contacted.insert(output.to)
-        let source = self.ports[sender].publicAddress
-        guard !self.blocked, self.random.next(below: 100) >= self.lossPercent,
-            let receiver = self.ports.firstIndex(where: { $0.publicAddress == output.to })
-        else { return }
-        if self.ports[receiver].filters && !self.ports[receiver].contacted.contains(source) { return }
-        let port = self.ports[receiver]
-        let decoded = try! STUNMessage.decode(output.bytes)
-        _ = self.agents[port.agent].receive(decoded, from: source, base: port.base, now: self.now)
-        self.delivered += 1
+        if !held { self.network.advance(by: max(.zero, end - self.network.now)) }
     }
 
     var bothSelected: Bool {
@@ -76,11 +142,13 @@ struct ICEAgentTests {
     }
 
     /// A and B on one network, each offering its host address.
-    static func hosts(configuration: ICEAgent.Configuration = .init(), keysB: RealTimeKeys? = nil) -> ICESimulation {
+    static func hosts(configuration: ICEAgent.Configuration = .init(), keysB: RealTimeKeys? = nil, loss: Double = 0, seed: UInt64 = 7) -> ICESimulation {
         var agents = Self.pair(configuration: configuration, keysB: keysB)
         agents[0].addRemote([ICECandidate(kind: .host, address: Self.b)])
         agents[1].addRemote([ICECandidate(kind: .host, address: Self.a)])
-        return ICESimulation(agents: agents, ports: [.init(agent: 0, base: .socket, publicAddress: Self.a), .init(agent: 1, base: .socket, publicAddress: Self.b)])
+        return ICESimulation(
+            agents: agents, ports: [.init(agent: 0, base: .socket, publicAddress: Self.a), .init(agent: 1, base: .socket, publicAddress: Self.b)],
+            loss: loss, seed: seed)
     }
 
     @Test("Two hosts that reach each other select the same pair, both sides")
@@ -111,9 +179,7 @@ struct ICEAgentTests {
     @Test("With 30 % loss the checks still converge on one pair")
     func lossyChecks() {
         for seed in 1...5 as ClosedRange<UInt64> {
-            var net = Self.hosts()
-            net.lossPercent = 30
-            net.random = SeededRandom(seed: seed)
+            var net = Self.hosts(loss: 0.3, seed: seed)
             net.run(for: .seconds(10)) { $0.bothSelected }
             #expect(net.bothSelected, "seed \(seed)")
         }
@@ -151,7 +217,7 @@ struct ICEAgentTests {
             .init(agent: 1, base: .socket, publicAddress: Self.b, filters: true), .init(agent: 1, base: .relay, publicAddress: relayB),
         ])
         net.run(for: .milliseconds(150))
-        net.agents[1].addRemote([ICECandidate(kind: .serverReflexive, address: Self.a), ICECandidate(kind: .relayed, address: relayA)])
+        net.addRemote([ICECandidate(kind: .serverReflexive, address: Self.a), ICECandidate(kind: .relayed, address: relayA)], to: 1)
         net.run(for: .seconds(5)) { $0.bothSelected }
         #expect(net.agents[0].state == .selected(base: .socket, remote: Self.b))
         #expect(net.agents[1].state == .selected(base: .socket, remote: Self.a))
