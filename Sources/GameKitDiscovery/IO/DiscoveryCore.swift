@@ -149,6 +149,11 @@ final class DiscoveryCore: @unchecked Sendable {
             // After a failure the next poll tries again.
             self.currentInterfaces = complete ? interfaces : []
             _ = self.driver.perform { discovery, now in discovery.machine.setInterfaces(active, now: now) }
+            // Before the host name's first probe (armed by the cycle just requested, so later on
+            // this loop): whether it may ask for unicast answers depends on who else holds the
+            // port. Checked later, a first probe could ask for one that the kernel then hands to
+            // the other process on the port.
+            self.checkPortSharing()
         }.get()
     }
 
