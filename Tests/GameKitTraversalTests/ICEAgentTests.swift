@@ -88,6 +88,12 @@ struct ICESimulation {
     init(agents: [ICEAgent], ports: [Port], loss: Double = 0, seed: UInt64 = 7) {
         self.network = VirtualNetwork(start: .uptimeNanoseconds(1_000_000_000))
         self.network.onSpin = { Issue.record(Comment(rawValue: $0)) }
+        // A success can make nomination due at once (a direct pair after a relayed one shortens
+        // the wait, which may be over); the agent nominates at its next timeout, which a real
+        // event loop runs at once: a second pass at the same instant, not a busy loop.
+        // (Nominating inside the success itself connected calls sooner, which changed the
+        // outcome of a call whose far side's audio fails: see issue 18's closing note.)
+        self.network.timeoutPassesPerInstant = 2
         for (index, agent) in agents.enumerated() {
             let mine = ports.filter { $0.agent == index }
             let machine = AgentMachine(agent: agent, ports: Dictionary(uniqueKeysWithValues: mine.map { ($0.base, $0.publicAddress) }))

@@ -371,11 +371,6 @@ struct ICEAgent: Sendable {
         if nominating || (self.role == .controlled && self.pairs[index].nominated) {
             self.state = .selected(base: base, remote: source)
             self.startConsent(now: now)
-        } else if self.role == .controlling {
-            // A success can make nomination due at once (a direct pair after a relayed one
-            // shortens the wait, which may already be over): nominate now, rather than leave a
-            // deadline in the past for the next timeout.
-            self.nominateIfReady(now: now)
         }
     }
 
