@@ -8,7 +8,8 @@ import Testing
 @Suite struct DriverShutdownTests {
     static let peer = try! SocketAddress(ipAddress: "10.0.0.2", port: 4000)
 
-    @Test func theLastWordsLeaveBeforeTheSocketClosesAndNothingIsAcceptedAfter() async throws {
+    /// A driver of a `BeaconMachine` attached to a connected testing channel.
+    static func attached() async throws -> (NIOAsyncTestingEventLoop, NIOAsyncTestingChannel, DatagramDriver<BeaconMachine>) {
         let loop = NIOAsyncTestingEventLoop()
         let channel = NIOAsyncTestingChannel(loop: loop)
         try await channel.connect(to: Self.peer).get()
@@ -16,6 +17,11 @@ import Testing
         try await loop.submit {
             driver.attach(UDPChannelSocket(channel: channel, segmentationOffload: false, routes: { RouteCheck { _ in true } }))
         }.get()
+        return (loop, channel, driver)
+    }
+
+    @Test func theLastWordsLeaveBeforeTheSocketClosesAndNothingIsAcceptedAfter() async throws {
+        let (loop, channel, driver) = try await Self.attached()
         _ = driver.perform { machine, now in machine.startBeacons(every: .milliseconds(10), now: now) }
 
         let first = await driver.shutdown(flushLimit: .milliseconds(500)) { machine, _ in
@@ -39,13 +45,7 @@ import Testing
     }
 
     @Test func flushCompletesOnceWhatTheCycleWroteHasLeft() async throws {
-        let loop = NIOAsyncTestingEventLoop()
-        let channel = NIOAsyncTestingChannel(loop: loop)
-        try await channel.connect(to: Self.peer).get()
-        let driver = DatagramDriver(machine: BeaconMachine(), eventLoop: loop) { _ in }
-        try await loop.submit {
-            driver.attach(UDPChannelSocket(channel: channel, segmentationOffload: false, routes: { RouteCheck { _ in true } }))
-        }.get()
+        let (loop, channel, driver) = try await Self.attached()
         driver.withLockedMachine { $0.send("now", to: Self.peer) }
         try await driver.flush().get()
         let written = try await channel.readOutbound(as: AddressedEnvelope<ByteBuffer>.self)

@@ -188,13 +188,12 @@ final class DiscoveryCore: @unchecked Sendable {
     /// Runs `body` on the machine under the lock, then schedules a cycle. A registration checks
     /// the port first (its first probe asks for unicast replies only when nobody shares it).
     func perform<Result>(_ body: (inout DiscoveryMachine, NIODeadline) throws -> Result) throws -> Result {
-        let result = try self.driver.perform { (discovery: inout SubscribedDiscovery, now) throws -> Result in
-            try body(&discovery.machine, now)
+        // Whether a claim is in progress is read under the same lock, not taken again after.
+        let outcome = try self.driver.perform { (discovery: inout SubscribedDiscovery, now) throws -> (Result, Bool) in
+            (try body(&discovery.machine, now), discovery.machine.responder.hasUnestablishedClaims)
         }
-        guard let result else { throw DiscoveryError.shutDown }
-        if self.driver.read({ $0.machine.responder.hasUnestablishedClaims }) {
-            self.eventLoop.execute { self.checkPortSharing() }
-        }
+        guard let (result, claiming) = outcome else { throw DiscoveryError.shutDown }
+        if claiming { self.eventLoop.execute { self.checkPortSharing() } }
         return result
     }
 
