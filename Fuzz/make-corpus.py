@@ -28,7 +28,7 @@ CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Corpus")
 RECEIVE, FRAMES, SEQUENCE = b"\x00", b"\x01", b"\x02"
 
 # Packet types (PacketType.swift) and frame types (Frame.swift).
-INITIATION, RESPONSE, REJECT, COOKIE, CANCEL, DATA = range(1, 7)
+INITIATION, RESPONSE, REJECT, COOKIE, CANCEL, DATA, PROBE, PROBE_REPLY, PROBE_COOKIE = range(4, 13)
 PADDING, PING, ACK, RELIABLE, UNRELIABLE, FRAGMENT, WINDOW, CLOSE = range(0, 8)
 VERSION = 1
 
@@ -173,13 +173,13 @@ def seeds():
     yield "recv-data-short", RECEIVE + data_packet(0x0A0B0C0D, 0, noise(17))
     yield "recv-data-1200", RECEIVE + data_packet(0x0A0B0C0D, 1, noise(1200 - 16))
     yield "recv-data-large-number", RECEIVE + data_packet(0xFFFFFFFF, (1 << 62) - 1, noise(48))
-    yield "recv-unknown-type", RECEIVE + u8(10) + noise(39)
+    yield "recv-unknown-type", RECEIVE + u8(13) + noise(39)
     # Liveness (PROTOCOL 3.9): shaped right, but MACed with no key the endpoint holds (its
     # liveness key is random), so the responder drops them after its checks.
-    yield "recv-probe", RECEIVE + u8(7) + u8(1) + u16(0) + public_key(9) + u64(0x0102030405060708) + bytes(range(16))
-    yield "recv-probe-cookie", RECEIVE + u8(7) + u8(1) + u16(0) + public_key(9) + u64(2) + bytes(range(16)) + bytes(range(16))
-    yield "recv-probe-reply", RECEIVE + u8(8) + u8(1) + u16(0) + u64(0x0102030405060708) + bytes(range(16))
-    yield "recv-probe-cookie-answer", RECEIVE + u8(9) + u8(1) + u16(0) + u64(2) + bytes(range(16))
+    yield "recv-probe", RECEIVE + u8(PROBE) + u8(1) + u16(0) + public_key(9) + u64(0x0102030405060708) + bytes(range(16))
+    yield "recv-probe-cookie", RECEIVE + u8(PROBE) + u8(1) + u16(0) + public_key(9) + u64(2) + bytes(range(16)) + bytes(range(16))
+    yield "recv-probe-reply", RECEIVE + u8(PROBE_REPLY) + u8(1) + u16(0) + u64(0x0102030405060708) + bytes(range(16))
+    yield "recv-probe-cookie-answer", RECEIVE + u8(PROBE_COOKIE) + u8(1) + u16(0) + u64(2) + bytes(range(16))
     yield "recv-empty", RECEIVE
 
     # Datagram sequences (selector 0x02): state within one input. Fresh keys and indices, so that

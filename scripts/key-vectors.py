@@ -34,9 +34,9 @@ sealed = ChaCha20Poly1305(okm[32:64]).encrypt(nonce, b"hello, link", bytes(16))
 mac = hmac.new(b"0123456789abcdef", b"message", hashlib.sha256).digest()[:16]
 first, second = sorted([ei_pub, er_pub])
 liveness_key = hkdf_expand(hkdf_extract(psk, shared), b"ogk1 liveness" + first + second, 32)
-probe = bytes([7, 1, 0, 0]) + ei_pub + (0x0102030405060708).to_bytes(8, "big")
+probe = bytes([10, 1, 0, 0]) + ei_pub + (0x0102030405060708).to_bytes(8, "big")
 probe += hmac.new(liveness_key, probe, hashlib.sha256).digest()[:16]
-reply = bytes([8, 1, 0, 0]) + (0x0102030405060708).to_bytes(8, "big")
+reply = bytes([11, 1, 0, 0]) + (0x0102030405060708).to_bytes(8, "big")
 reply += hmac.new(liveness_key, reply, hashlib.sha256).digest()[:16]
 for name, value in [("psk", psk), ("pskEmpty", psk_empty), ("initiatorPublic", ei_pub), ("responderPublic", er_pub),
                     ("shared", shared), ("initiationKey", initiation_key), ("cancelKey", cancel_key),

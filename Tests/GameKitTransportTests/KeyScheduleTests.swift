@@ -22,8 +22,8 @@ struct KeyScheduleTests {
         static let truncatedMAC = "b04030fbf1408413d1d23995723584f5"
         static let livenessKey = "606713d6eb0e468bcf63c8cb3812f900b90a011983434db5bc9bab54a92e6dee"
         static let probe =
-            "0701000007a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c010203040506070808bff444361b3c279146984c54d5162f"
-        static let probeReply = "0801000001020304050607083e7ce2bf170e0dd901d879085b3ed659"
+            "0a01000007a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c01020304050607086ee05ecd32428d808e9a12d77908a093"
+        static let probeReply = "0b01000001020304050607086937d7f2506c3bfe5610f0b264705fd3"
     }
 
     static func hex(_ key: SymmetricKey) -> String { key.withUnsafeBytes { Self.hex(Array($0)) } }

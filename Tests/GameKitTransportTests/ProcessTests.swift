@@ -36,7 +36,7 @@ struct ProcessTests {
     }
 
     @Test func corruptedReplayedAndStrangerDatagramsAreRejectedAndCounted() async throws {
-        let stranger = "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.9', 0)); s.sendto(bytes([6,0,0,0, 1,2,3,4]) + bytes(40), ('127.0.0.1', 7200))\""
+        let stranger = "python3 -c \"import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.9', 0)); s.sendto(bytes([9,0,0,0, 1,2,3,4]) + bytes(40), ('127.0.0.1', 7200))\""
         let result = try await SandboxScript.run(
             """
             gk-link listen --port 7200 --expect 3000 --duration 90 | sed -u 's/^/L /' > /tmp/ogk-listen.$$ &

@@ -162,9 +162,9 @@ struct WireTests {
         cancelBytes.writeImmutableBuffer(cancel.mac)
         #expect(CancelMessage.decode(cancelBytes) == cancel)
         // A cancel-sized datagram of another type, and a cancel of the wrong size.
-        #expect(CancelMessage.decode(ByteBuffer(repeating: 6, count: CancelMessage.size)) == nil)
-        #expect(CancelMessage.decode(ByteBuffer(repeating: 5, count: CancelMessage.size)) != nil)
-        #expect(CancelMessage.decode(ByteBuffer(repeating: 5, count: CancelMessage.size + 1)) == nil)
+        #expect(CancelMessage.decode(ByteBuffer(repeating: 9, count: CancelMessage.size)) == nil)
+        #expect(CancelMessage.decode(ByteBuffer(repeating: 8, count: CancelMessage.size)) != nil)
+        #expect(CancelMessage.decode(ByteBuffer(repeating: 8, count: CancelMessage.size + 1)) == nil)
     }
 
     @Test func transportParametersRoundTripAndRejectUnusableValues() {

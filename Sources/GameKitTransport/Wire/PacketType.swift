@@ -1,21 +1,25 @@
 /// The first byte of every datagram of the protocol.
 ///
+/// The values sit in 4…12, inside the range RFC 7983 leaves unassigned (4…15), so a socket can
+/// carry the transport beside STUN (0…3), TURN channel data (64…79) and the online layer's own
+/// messages (13…15) and tell them apart by this byte alone (PROTOCOL §1.2).
+///
 /// The type alone tells the endpoint how to route a datagram before anything is decrypted:
 /// handshake messages go to the handshake code, data packets to the link named by their
 /// receiver index.
 enum PacketType: UInt8 {
-    case initiation = 1
-    case response = 2
-    case reject = 3
-    case cookie = 4
-    case cancel = 5
-    case data = 6
+    case initiation = 4
+    case response = 5
+    case reject = 6
+    case cookie = 7
+    case cancel = 8
+    case data = 9
     /// Liveness: "are you there?", to an endpoint's static liveness key (§3.9).
-    case probe = 7
+    case probe = 10
     /// Liveness: "yes", authenticated with the pair's liveness key.
-    case probeReply = 8
+    case probeReply = 11
     /// Liveness: "repeat that with this cookie", under load.
-    case probeCookie = 9
+    case probeCookie = 12
 }
 
 /// Protocol versions. An initiation names the version it speaks; a responder that does not speak
