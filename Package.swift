@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "gk-session", targets: ["gk-session"]),
         .executable(name: "gk-chat", targets: ["gk-chat"]),
         .executable(name: "gk-voice", targets: ["gk-voice"]),
+        .executable(name: "gk-rendezvous", targets: ["gk-rendezvous"]),
     ],
     traits: [
         .trait(
@@ -77,6 +78,21 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .target(name: "COpenSSL", condition: .when(traits: ["OpenSSL"])),
+            ]
+        ),
+        // Online rooms: the rendezvous and relay (server side), and the session's side of them
+        // (registration, relayed datagrams on the transport's own socket).
+        .target(
+            name: "GameKitOnline",
+            dependencies: [
+                "GameKitMachine",
+                "GameKitTraversal",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
         .target(
@@ -221,6 +237,19 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "gk-rendezvous",
+            dependencies: [
+                "GameKitOnline",
+                "GameKitMachine",
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
             name: "gk-impair",
             dependencies: [
                 "NetworkImpairment",
@@ -300,6 +329,17 @@ let package = Package(
             name: "GameKitTraversalTests",
             dependencies: [
                 "GameKitTraversal",
+                "GameKitMachine",
+                "NetworkImpairment",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "GameKitOnlineTests",
+            dependencies: [
+                "GameKitOnline",
                 "GameKitMachine",
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),

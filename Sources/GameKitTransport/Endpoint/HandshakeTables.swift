@@ -1,4 +1,5 @@
 import Crypto
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// A handshake is identified by the initiator's address and its sender index.

@@ -1,4 +1,5 @@
 import Crypto
+@_spi(Machine) import GameKitMachine
 import NIOCore
 
 /// Answers liveness probes to this endpoint's static liveness key (PROTOCOL §3.9, §6.6), keeping

@@ -1,0 +1,85 @@
+import NIOCore
+
+/// What an online session asks of the rendezvous: a new room, or the room with a code.
+public enum RoomRequest: Sendable, Equatable {
+    case create
+    case join(RoomCode)
+}
+
+/// Why a session could not be in a room (PROTOCOL §19.3).
+public enum RoomError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No room of this session has the code: mistyped, or expired.
+    case noSuchRoom(RoomCode)
+    /// The rendezvous refused for now: too many attempts (or wrong codes) from here.
+    case rateLimited
+    case roomFull
+    /// Another member of the room has this session's peer ID.
+    case peerIDTaken
+    /// No rendezvous answered.
+    case rendezvousUnreachable
+    /// The rendezvous cannot take more rooms now.
+    case rendezvousBusy
+
+    public var description: String {
+        switch self {
+        case .noSuchRoom(let code): "There is no room \(code.displayed) for this game: check the code (a room ends some minutes after everyone has left)."
+        case .rateLimited: "The rendezvous refused: too many attempts or wrong codes from this address. Wait a minute and try again."
+        case .roomFull: "The room is full."
+        case .peerIDTaken: "Another member of the room has this session's peer ID."
+        case .rendezvousUnreachable: "No answer from the rendezvous: check its address, and that UDP can leave this network."
+        case .rendezvousBusy: "The rendezvous is busy: try again later."
+        }
+    }
+}
+
+/// How an online session's datagrams reach one member.
+public enum OnlinePath: Sendable, Equatable {
+    /// Through the relay.
+    case relayed
+    /// Straight to the member's address.
+    case direct(SocketAddress)
+}
+
+/// What a room client reports.
+public enum RoomEvent: Sendable, Equatable {
+    /// In the room: its code (to give to friends) and handle.
+    case joined(RoomCode, RoomHandle)
+    case memberJoined(MemberRecord)
+    case memberUpdated(MemberRecord)
+    case memberLeft(UInt32)
+    /// The relay carries this session's datagrams.
+    case relayReady
+    /// The address the rendezvous saw this session's socket at.
+    case reflexiveAddress(SocketAddress)
+    /// The rendezvous stopped answering; registering again (with the next address, if several).
+    case rendezvousLost
+    /// Out of the room for good.
+    case failed(RoomError)
+    /// Left the room (after ``RoomClient/leave(now:)``).
+    case left
+}
+
+/// Addresses that stand for room members inside the transport (PROTOCOL §19.6): in RFC 6666's
+/// discard-only prefix `100::/64`, never routed anywhere, with the member's peer ID in the low
+/// 32 bits. The transport sends to them like to any address; the online layer carries what it
+/// sends there through the relay (or, later, straight to the member).
+public enum MemberAddress {
+    /// The port every member address has.
+    public static let port = 9
+
+    /// The address standing for `peerID`.
+    public static func of(_ peerID: UInt32) -> SocketAddress {
+        var bytes: [UInt8] = [0x01, 0x00] + [UInt8](repeating: 0, count: 10)
+        bytes += [UInt8(peerID >> 24), UInt8(peerID >> 16 & 0xFF), UInt8(peerID >> 8 & 0xFF), UInt8(peerID & 0xFF)]
+        return try! SocketAddress(packedIPAddress: ByteBuffer(bytes: bytes), port: Self.port)
+    }
+
+    /// The peer ID `address` stands for, or nil for an ordinary address.
+    public static func peer(of address: SocketAddress) -> UInt32? {
+        guard case .v6(let v6) = address else { return nil }
+        return withUnsafeBytes(of: v6.address.sin6_addr) { raw -> UInt32? in
+            guard raw[0] == 0x01, raw[1] == 0, raw[2..<12].allSatisfy({ $0 == 0 }) else { return nil }
+            return UInt32(raw[12]) << 24 | UInt32(raw[13]) << 16 | UInt32(raw[14]) << 8 | UInt32(raw[15])
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Crypto
+@_spi(Machine) import GameKitMachine
+import NIOCore
+import NIOPosix
+
+/// A running rendezvous (and relay): ``RendezvousServer`` on one UDP socket. `gk-rendezvous` is
+/// this and its options; tests start it in-process too.
+@_spi(Machine) public final class RendezvousService: Sendable {
+    /// The bound address (ephemeral port resolved).
+    public let localAddress: SocketAddress
+    /// The key relays check this rendezvous's tickets with.
+    public let publicKey: Curve25519.Signing.PublicKey
+    private let driver: DatagramDriver<RendezvousServer>
+    private let channel: Channel
+
+    private init(localAddress: SocketAddress, publicKey: Curve25519.Signing.PublicKey, driver: DatagramDriver<RendezvousServer>, channel: Channel) {
+        self.localAddress = localAddress
+        self.publicKey = publicKey
+        self.driver = driver
+        self.channel = channel
+    }
+
+    /// Binds `address` and starts serving. `onEvent` hears rooms and members come and go, on
+    /// the socket's event loop.
+    public static func start(
+        at address: SocketAddress, configuration: RendezvousConfiguration, signingKey: Curve25519.Signing.PrivateKey,
+        otherIssuers: [Curve25519.Signing.PublicKey] = [], group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onEvent: @escaping @Sendable (RendezvousEvent) -> Void = { _ in }
+    ) async throws -> RendezvousService {
+        let eventLoop = group.next()
+        let machine = RendezvousServer(
+            configuration: configuration, signingKey: signingKey, otherIssuers: otherIssuers, clock: .system(), now: .now())
+        let driver = DatagramDriver(machine: machine, eventLoop: eventLoop, deliver: onEvent)
+        let channel = try await DatagramBootstrap(group: eventLoop)
+            .channelOption(.datagramVectorReadMessageCount, value: 64)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(DriverChannelHandler(driver: driver, source: { $0.remoteAddress }))
+                }
+            }
+            .bind(to: address).get()
+        guard let local = channel.localAddress else {
+            try? await channel.close()
+            throw RendezvousServiceError.noLocalAddress
+        }
+        try await eventLoop.submit {
+            driver.attach(UDPChannelSocket(channel: channel, segmentationOffload: false))
+        }.get()
+        return RendezvousService(localAddress: local, publicKey: signingKey.publicKey, driver: driver, channel: channel)
+    }
+
+    /// What the rendezvous counted so far.
+    public var statistics: RendezvousStatistics { self.driver.read(\.currentStatistics) }
+
+    /// Stops serving and closes the socket.
+    public func stop() async {
+        _ = await self.driver.shutdown(flushLimit: .milliseconds(100)) { _, _ in }
+    }
+}
+
+/// Why a rendezvous could not start.
+public enum RendezvousServiceError: Error, Sendable {
+    case noLocalAddress
+}

@@ -1,0 +1,181 @@
+import ArgumentParser
+import Crypto
+import Foundation
+@_spi(Machine) import GameKitOnline
+import NIOCore
+import NetworkImpairment
+
+/// `gk-rendezvous`: the rendezvous (rooms, STUN binding answers) and relay that online
+/// sessions meet through (PROTOCOL §19).
+@main
+struct GKRendezvous: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gk-rendezvous",
+        abstract: "Serve online rooms: a rendezvous for sessions on different networks, and a relay between them.",
+        discussion: """
+            One UDP port answers STUN binding requests (a member's public address), registrations \
+            in rooms (a room is a session ID and a six-character code), and, unless --no-relay, \
+            relays members' encrypted datagrams to each other for holders of the tickets it signs. \
+            It never sees a session's keys or messages.
+
+            Output: JSON lines: {"event":"listening",...} once bound (with the ticket-signing \
+            public key), one line per room and member change, {"event":"statistics",...} every \
+            --stats-interval seconds and at the end. Stops on SIGINT, SIGTERM, SIGHUP or --duration.
+            """
+    )
+
+    @Option(help: "Address and port to serve on: HOST:PORT, IPv6 in brackets.")
+    var listen = "[::]:7878"
+
+    @Flag(inversion: .prefixedNo, help: "Relay datagrams between members (tickets signed by this instance).")
+    var relay = true
+
+    @Option(help: "Where members send relayed datagrams, when a separate relay serves this rendezvous's tickets: HOST:PORT.")
+    var relayAddress: String?
+
+    @Option(help: "File holding the ticket-signing key (32 bytes, hex); created if missing. Without it, a new key each start.")
+    var key: String?
+
+    @Option(help: "Public key (hex) of another rendezvous whose tickets this relay accepts; repeatable.")
+    var trustKey: [String] = []
+
+    @Option(help: "Seconds a member may stay silent before it has left the room.")
+    var memberTimeout: Double = 10
+
+    @Option(help: "Seconds an empty room (and its code) is kept.")
+    var roomLifetime: Double = 600
+
+    @Option(help: "Members one room holds (at most 64).")
+    var maxMembers = 16
+
+    @Option(help: "Stop after this many seconds (default: run until a signal).")
+    var duration: Double?
+
+    @Option(help: "Seconds between statistics lines.")
+    var statsInterval: Double = 60
+
+    func validate() throws {
+        guard self.memberTimeout >= 1, self.roomLifetime >= 1 else { throw ValidationError("--member-timeout and --room-lifetime are at least 1 second") }
+        guard (2...64).contains(self.maxMembers) else { throw ValidationError("--max-members is from 2 to 64") }
+        guard self.statsInterval > 0 else { throw ValidationError("--stats-interval must be positive") }
+    }
+
+    func run() async throws {
+        let address = try AddressArgument.parse(self.listen, option: "--listen")
+        var configuration = RendezvousConfiguration()
+        configuration.relays = self.relay
+        configuration.relayAddress = try self.relayAddress.map { try AddressArgument.parse($0, option: "--relay-address") }
+        configuration.memberTimeout = .nanoseconds(Int64(self.memberTimeout * 1e9))
+        configuration.roomIdleLifetime = .nanoseconds(Int64(self.roomLifetime * 1e9))
+        configuration.maximumMembersPerRoom = self.maxMembers
+        let signingKey = try self.loadKey()
+        let trusted = try self.trustKey.map { text -> Curve25519.Signing.PublicKey in
+            guard let bytes = Hex.decode(text), let key = try? Curve25519.Signing.PublicKey(rawRepresentation: bytes) else {
+                throw ValidationError("--trust-key \(text): not a 32-byte public key in hex")
+            }
+            return key
+        }
+        let stop = StopCondition()
+        let service = try await RendezvousService.start(at: address, configuration: configuration, signingKey: signingKey, otherIssuers: trusted) { event in
+            JSONLines.line(Self.fields(of: event))
+        }
+        JSONLines.line([
+            "event": "listening", "address": "\(service.localAddress)", "port": service.localAddress.port ?? 0,
+            "relay": self.relay, "public_key": Hex.encode(Array(service.publicKey.rawRepresentation)),
+        ])
+        let statistics = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(self.statsInterval * 1e9))
+                if Task.isCancelled { break }
+                JSONLines.line(Self.fields(of: service.statistics))
+            }
+        }
+        let why = await stop.wait(seconds: self.duration ?? .infinity)
+        statistics.cancel()
+        await service.stop()
+        var last = Self.fields(of: service.statistics)
+        last["stopped"] = why
+        JSONLines.line(last)
+    }
+
+    private func loadKey() throws -> Curve25519.Signing.PrivateKey {
+        guard let path = self.key else { return Curve25519.Signing.PrivateKey() }
+        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            guard let bytes = Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: bytes)
+            else { throw ValidationError("--key \(path): not a 32-byte key in hex") }
+            return key
+        }
+        let key = Curve25519.Signing.PrivateKey()
+        let created = FileManager.default.createFile(
+            atPath: path, contents: Data((Hex.encode(Array(key.rawRepresentation)) + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard created else { throw ValidationError("--key \(path): cannot create the file") }
+        return key
+    }
+
+    static func fields(of event: RendezvousEvent) -> [String: Any] {
+        switch event {
+        case .roomCreated(let room, let code): ["event": "room_created", "room": "\(room)", "code": code.displayed]
+        case .memberJoined(let room, let peer, let name): ["event": "member_joined", "room": "\(room)", "peer": peer, "name": name]
+        case .memberLeft(let room, let peer, let timedOut): ["event": "member_left", "room": "\(room)", "peer": peer, "timed_out": timedOut]
+        case .roomExpired(let room): ["event": "room_expired", "room": "\(room)"]
+        case .relayAllocated(let room, let peer, let address): ["event": "relay_allocated", "room": "\(room)", "peer": peer, "address": "\(address)"]
+        case .refused(let source, let reason): ["event": "refused", "source": "\(source)", "reason": "\(reason)"]
+        }
+    }
+
+    static func fields(of statistics: RendezvousStatistics) -> [String: Any] {
+        let data = (try? JSONEncoder().encode(statistics)) ?? Data()
+        var fields = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        fields["event"] = "statistics"
+        return fields
+    }
+}
+
+/// `HOST:PORT` with IPv6 in brackets; numeric addresses only (no name lookups).
+enum AddressArgument {
+    static func parse(_ text: String, option: String) throws -> SocketAddress {
+        var host = Substring(text)
+        var port = Substring("")
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") {
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+        } else if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") {
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        } else {
+            throw ValidationError("\(option) \(text): expected HOST:PORT (IPv6 in brackets, for example [::1]:7878)")
+        }
+        guard let number = Int(port), (0...65_535).contains(number), let address = try? SocketAddress(ipAddress: String(host), port: number) else {
+            throw ValidationError("\(option) \(text): expected a numeric address and a port from 0 to 65535")
+        }
+        return address
+    }
+}
+
+/// Lower-case hex.
+enum Hex {
+    static func encode(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < digits.count {
+            guard let high = Self.value(digits[index]), let low = Self.value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func value(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
