@@ -126,6 +126,7 @@ let package = Package(
                 "GameKitMachine",
                 "GameKitTransport",
                 "GameKitDiscovery",
+                "GameKitOnline",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -377,9 +378,11 @@ let package = Package(
                 "OpenGameKit",
                 "GameKitTransport",
                 "GameKitDiscovery",
+                "GameKitOnline",
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(

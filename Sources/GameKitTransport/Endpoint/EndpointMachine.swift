@@ -291,7 +291,10 @@ struct EndpointMachine: DatagramMachine {
     var handshakesInProgress: Int { self.requests.count + self.accepted.count }
 
     func linkStatistics(_ link: LinkID) -> LinkStatistics? {
-        self.links[link.rawValue]?.machine.statisticsSnapshot
+        guard let slot = self.links[link.rawValue] else { return nil }
+        var snapshot = slot.machine.statisticsSnapshot
+        snapshot.remoteAddress = slot.machine.remoteAddress
+        return snapshot
     }
 
     var endpointStatistics: EndpointStatistics {

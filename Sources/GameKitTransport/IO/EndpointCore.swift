@@ -20,9 +20,15 @@ final class EndpointCore: @unchecked Sendable {
     var metrics: TransportMetrics?
     var metricsTask: RepeatedTask?
     private let socketBox = NIOLockedValueBox<UDPChannelSocket?>(nil)
+    /// A machine sharing the socket (an online session's room client), if any.
+    let tenant: (any SocketTenant)?
 
-    init(machine: EndpointMachine, eventLoop: EventLoop, logger: Logger, onEvent: @escaping @Sendable (TransportEvent) -> Void) {
+    init(
+        machine: EndpointMachine, eventLoop: EventLoop, tenant: (any SocketTenant)? = nil, logger: Logger,
+        onEvent: @escaping @Sendable (TransportEvent) -> Void
+    ) {
         self.eventLoop = eventLoop
+        self.tenant = tenant
         self.driver = DatagramDriver(machine: WaitingEndpoint(machine: machine), eventLoop: eventLoop) { delivery in
             switch delivery {
             case .event(let event):
@@ -35,9 +41,12 @@ final class EndpointCore: @unchecked Sendable {
 
     /// The channel handler for a socket of this endpoint.
     func makeChannelHandler() -> DriverChannelHandler<WaitingEndpoint> {
-        DriverChannelHandler(driver: self.driver, source: { $0.remoteAddress }) { [self] channel in
-            self.socketBox.withLockedValue { $0 }?.channelInactive(channel)
+        let inactive: (Channel) -> Void = { [self] channel in self.socketBox.withLockedValue { $0 }?.channelInactive(channel) }
+        guard let tenant = self.tenant else {
+            return DriverChannelHandler(driver: self.driver, source: { $0.remoteAddress }, inactive: inactive)
         }
+        return DriverChannelHandler(
+            driver: self.driver, tenant: tenant, ownFirstBytes: PacketType.firstByteRange, source: { $0.remoteAddress }, inactive: inactive)
     }
 
     /// Takes the bound socket (event loop only), and how to bind another at the same address
@@ -48,7 +57,12 @@ final class EndpointCore: @unchecked Sendable {
         let driver = self.driver
         socket.onReplacement(shouldReopen: { !driver.isClosing }, replaced: { driver.runCycle() })
         self.socketBox.withLockedValue { $0 = socket }
-        self.driver.attach(socket)
+        if let tenant = self.tenant {
+            self.driver.attach(TenantRoutedSocket(base: socket, tenant: tenant))
+            tenant.attach(BorrowedSocket(socket, eventLoop: self.eventLoop))
+        } else {
+            self.driver.attach(socket)
+        }
     }
 
     // MARK: - Application side (any thread)

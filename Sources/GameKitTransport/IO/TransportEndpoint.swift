@@ -1,4 +1,5 @@
 import CoreMetrics
+@_spi(Machine) import GameKitMachine
 import NIOCore
 import NIOPosix
 
@@ -67,11 +68,25 @@ public final class TransportEndpoint: Sendable {
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         onEvent: @escaping @Sendable (TransportEvent) -> Void
     ) async throws -> TransportEndpoint {
+        try await self.bind(to: address, configuration: configuration, tenant: nil, group: group, onEvent: onEvent)
+    }
+
+    /// Binds a socket to `address` that `tenant` shares (on the tenant's event loop): datagrams
+    /// that are not the transport's go to it, and the transport's datagrams to its virtual
+    /// addresses are its to carry (PROTOCOL §1.2).
+    @_spi(Machine)
+    public static func bind(
+        to address: SocketAddress,
+        configuration: TransportConfiguration = TransportConfiguration(),
+        tenant: (any SocketTenant)?,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onEvent: @escaping @Sendable (TransportEvent) -> Void
+    ) async throws -> TransportEndpoint {
         let machine = try EndpointMachine(configuration: configuration, now: .now())
-        let eventLoop = group.next()
+        let eventLoop = tenant?.eventLoop ?? group.next()
         let offload = configuration.segmentationOffload && System.supportsUDPSegmentationOffload
         var logger = configuration.logger
-        let core = EndpointCore(machine: machine, eventLoop: eventLoop, logger: logger, onEvent: onEvent)
+        let core = EndpointCore(machine: machine, eventLoop: eventLoop, tenant: tenant, logger: logger, onEvent: onEvent)
         let channel = try await Self.openSocket(at: address, for: core, configuration: configuration)
         guard let local = channel.localAddress else {
             try? await channel.close()

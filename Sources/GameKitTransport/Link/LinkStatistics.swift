@@ -2,6 +2,8 @@ import NIOCore
 
 /// A snapshot of one link's counters and estimates.
 public struct LinkStatistics: Sendable, Equatable {
+    /// Where the link sends now (the peer's address it last heard from, or moved to).
+    public var remoteAddress: SocketAddress?
     /// Smoothed round-trip time (RFC 6298 SRTT); nil before the first sample.
     public var smoothedRTT: TimeAmount?
     /// Round-trip time variation (RFC 6298 RTTVAR).

@@ -20,6 +20,9 @@ enum PacketType: UInt8 {
     case probeReply = 11
     /// Liveness: "repeat that with this cookie", under load.
     case probeCookie = 12
+
+    /// Every first byte of the transport's datagrams.
+    static let firstByteRange: ClosedRange<UInt8> = 4...12
 }
 
 /// Protocol versions. An initiation names the version it speaks; a responder that does not speak

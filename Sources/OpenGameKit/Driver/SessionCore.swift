@@ -1,8 +1,9 @@
 import CoreMetrics
+import Crypto
 import Logging
 import Foundation
 import GameKitDiscovery
-import GameKitTransport
+@_spi(Machine) import GameKitTransport
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -51,11 +52,15 @@ final class SessionCore: @unchecked Sendable {
     /// Each peer's last failed connection attempt, for a wait that wakes after it (the reason
     /// is thrown rather than a bare "connection failed"); cleared when an awaited attempt starts.
     var lastFailures: [UInt32: GKSessionError] = [:]
+    /// The online room and the LAN sightings merged with it (SessionCore+Online.swift).
+    var online = OnlineState()
 
     /// What the notifications of one batch need besides themselves.
     struct DeliveryContext: Sendable {
         var names: [UInt32: String] = [:]
         var failures: [UInt32: GKSessionError] = [:]
+        /// Why the session failed, when it says more than its code (an online room's error).
+        var sessionFailure: GKSessionError?
     }
 
     enum Phase {
@@ -113,8 +118,12 @@ final class SessionCore: @unchecked Sendable {
             switch command {
             case .advertise: self.wantAdvertise = true
             case .withdraw: self.wantAdvertise = false
-            case .startBrowsing: self.wantBrowse = true
-            case .stopBrowsing: self.wantBrowse = false
+            case .startBrowsing:
+                self.wantBrowse = true
+                self.resightMembersLocked(machine: &self.machine)
+            case .stopBrowsing:
+                self.wantBrowse = false
+                self.online.lan.removeAll()
             case .reconfirm(let peerID):
                 if let instance = self.instances[peerID] { self.browser?.reconfirm(instance) }
             }
@@ -125,6 +134,8 @@ final class SessionCore: @unchecked Sendable {
         // The display names as they are now, and each failed attempt as an error that says so
         // (made once: the log, the waits, the sequences and the delegate all use it).
         var context = DeliveryContext()
+        context.sessionFailure = self.online.unreportedFailure
+        self.online.unreportedFailure = nil
         var stateChanged = false
         for notification in notifications {
             switch notification {
@@ -176,7 +187,9 @@ final class SessionCore: @unchecked Sendable {
         do {
             let endpoint = try await self.bindTransport()
             self.slot.install(endpoint)
-            let discovery = try await SharedDiscovery.shared.acquire(interfaces: self.configuration.interfaceNames)
+            // An online session that keeps to its room uses no multicast DNS at all.
+            let nearby = self.configuration.online?.alsoNearby ?? true
+            let discovery = nearby ? try await SharedDiscovery.shared.acquire(interfaces: self.configuration.interfaceNames) : nil
             self.logger.debug("started", metadata: [
                 "transport": "\(endpoint.localAddress)", "service": "\(self.serviceType)",
                 "interfaces": "\(self.configuration.interfaceNames.map { $0.joined(separator: ",") } ?? "all usable")",
@@ -189,7 +202,7 @@ final class SessionCore: @unchecked Sendable {
                 return false
             }
             if closed {
-                await SharedDiscovery.shared.release(interfaces: self.configuration.interfaceNames)
+                if discovery != nil { await SharedDiscovery.shared.release(interfaces: self.configuration.interfaceNames) }
                 await self.slot.current?.shutdown()
                 self.slot.install(nil)
             }
@@ -209,6 +222,10 @@ final class SessionCore: @unchecked Sendable {
 
     private func bindTransport() async throws -> TransportEndpoint {
         var transport = TransportConfiguration(password: self.password)
+        // An online session's room record carries the liveness key, so the key is made here.
+        let livenessKey = Curve25519.KeyAgreement.PrivateKey()
+        transport.livenessPrivateKey = Array(livenessKey.rawRepresentation)
+        let tenant = try await self.makeOnlineTenant(livenessPublicKey: Array(livenessKey.publicKey.rawRepresentation))
         transport.logger = self.logger
         transport.logger[metadataKey: "layer"] = "transport"
         transport.metricsFactory = self.configuration.metricsFactory
@@ -220,12 +237,15 @@ final class SessionCore: @unchecked Sendable {
         transport.maxUnreliableMessageSize = GKSession.maximumUnreliableDataSize + Self.headerAllowance
         let onEvent: @Sendable (TransportEvent) -> Void = { [weak self] event in self?.handle(event) }
         if let host = self.configuration.bindAddress {
-            return try await TransportEndpoint.bind(host: host, port: self.configuration.port, configuration: transport, onEvent: onEvent)
+            let address = try SocketAddress(ipAddress: host, port: self.configuration.port)
+            return try await TransportEndpoint.bind(to: address, configuration: transport, tenant: tenant, onEvent: onEvent)
         }
         do {
-            return try await TransportEndpoint.bind(host: "::", port: self.configuration.port, configuration: transport, onEvent: onEvent)
+            let address = try SocketAddress(ipAddress: "::", port: self.configuration.port)
+            return try await TransportEndpoint.bind(to: address, configuration: transport, tenant: tenant, onEvent: onEvent)
         } catch {
-            return try await TransportEndpoint.bind(host: "0.0.0.0", port: self.configuration.port, configuration: transport, onEvent: onEvent)
+            let address = try SocketAddress(ipAddress: "0.0.0.0", port: self.configuration.port)
+            return try await TransportEndpoint.bind(to: address, configuration: transport, tenant: tenant, onEvent: onEvent)
         }
     }
 
@@ -234,6 +254,7 @@ final class SessionCore: @unchecked Sendable {
 
     /// Leaves every peer, withdraws the advertisement, stops browsing and closes the socket.
     func shutdown() async {
+        var codeWaiters: [CheckedContinuation<Result<String, GKSessionError>, Never>] = []
         let (discovery, waiters) = self.lock.withLock { () -> (DiscoveryEndpoint?, [CheckedContinuation<WaitOutcome, Never>]) in
             guard self.phase != .closed else { return (nil, []) }
             self.phase = .closed
@@ -249,9 +270,12 @@ final class SessionCore: @unchecked Sendable {
             self.discovery = nil
             let waiters = self.waiters.values.map(\.continuation)
             self.waiters.removeAll()
+            codeWaiters = self.online.codeWaiters
+            self.online.codeWaiters.removeAll()
             return (discovery, waiters)
         }
         for waiter in waiters { waiter.resume(returning: .failed(Self.closedError)) }
+        for waiter in codeWaiters { waiter.resume(returning: .failure(Self.closedError)) }
         // The goodbyes first, links and advertisement at once: the program may exit as soon as
         // this returns.
         await withTaskGroup(of: Void.self) { group in
@@ -273,6 +297,11 @@ final class SessionCore: @unchecked Sendable {
 
     /// The transport's local port, once bound.
     var transportPort: Int? { self.slot.current?.localAddress.port }
+
+    /// Where a link of the transport sends now.
+    func transportLinkAddress(_ link: LinkID) -> SocketAddress? {
+        self.slot.current?.statistics(for: link)?.remoteAddress
+    }
 
     /// The transport endpoint's counters, once bound (for diagnostics).
     var transportStatistics: EndpointStatistics? { self.slot.current?.statistics }
@@ -333,13 +362,14 @@ final class SessionCore: @unchecked Sendable {
             switch event {
             case .found, .updated:
                 self.instances[peerID] = instance
-                machine.peerSighted(
-                    peerID, displayName: advertisement.displayName, addresses: addresses, isBusy: advertisement.isBusy,
+                self.online.lan[peerID] = OnlineState.LANSighting(
+                    displayName: advertisement.displayName, addresses: addresses, isBusy: advertisement.isBusy,
                     livenessKey: advertisement.livenessKey)
             case .lost:
                 self.instances[peerID] = nil
-                machine.peerLost(peerID)
+                self.online.lan[peerID] = nil
             }
+            self.sightLocked(peerID, machine: &machine)
         }
     }
 

@@ -32,6 +32,9 @@ extension GKSession {
         /// `state`, and its transport's (the README's Metrics section lists them), each with the dimension
         /// `session` (the peer ID). Nil: the process's bootstrapped backend.
         public var metricsFactory: (any MetricsFactory)?
+        /// A room on a rendezvous server, so that peers on other networks take part (nil: the
+        /// local network only). Peers on the local network are found as well either way.
+        public var online: Online?
 
         /// The defaults: every interface, any port, no relaying.
         public init(interfaceNames: [String]? = nil, bindAddress: String? = nil, port: Int = 0, relaysBetweenClients: Bool = false) {

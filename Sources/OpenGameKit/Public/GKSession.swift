@@ -438,11 +438,11 @@ open class GKSession: NSObject, @unchecked Sendable {
         if listening { watch.queued() }
         queue.async { [weak self] in
             if listening { watch.delivered() }
-            self?.dispatch(notifications, failures: context.failures)
+            self?.dispatch(notifications, failures: context.failures, sessionFailure: context.sessionFailure)
         }
     }
 
-    private func dispatch(_ notifications: [SessionNotification], failures: [UInt32: GKSessionError]) {
+    private func dispatch(_ notifications: [SessionNotification], failures: [UInt32: GKSessionError], sessionFailure: GKSessionError?) {
         for notification in notifications {
             let callbacks = self.callbacks.withLockedValue { $0 }
             switch notification {
@@ -453,7 +453,7 @@ open class GKSession: NSObject, @unchecked Sendable {
             case .connectionFailed(let peer, let error):
                 callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: failures[peer] ?? GKSessionError(error))
             case .failed(let error):
-                callbacks.delegate?.session(self, didFailWithError: GKSessionError(error))
+                callbacks.delegate?.session(self, didFailWithError: sessionFailure ?? GKSessionError(error))
             case .received(let buffer, let peer, _):
                 guard callbacks.handler != nil || callbacks.closure != nil else { continue }
                 let data = Data(buffer.readableBytesView)

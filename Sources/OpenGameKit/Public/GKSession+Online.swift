@@ -1,0 +1,75 @@
+import Foundation
+
+extension GKSession.Configuration {
+    /// A room on a rendezvous server, for peers on other networks (a Swift-only addition; Game
+    /// Kit left the picker's "online" choice to each application). Members of the room appear
+    /// like nearby peers: `.stateAvailable`, then connect, accept, send as on the LAN. Their
+    /// traffic is encrypted end to end; the rendezvous and its relay see neither keys nor data.
+    public struct Online: Sendable, Equatable {
+        /// Which room.
+        public enum Room: Sendable, Equatable {
+            /// A new room: its code (``GKSession/roomCode``) is given to friends.
+            case create
+            /// The room with this code (six characters, e.g. `7K3-QXM`; case, `I`/`L`/`O` and
+            /// hyphens are forgiven).
+            case join(code: String)
+        }
+
+        /// The rendezvous, as `HOST:PORT` (IPv6 in brackets); several are tried in order, the
+        /// next when one stops answering. A host name is looked up when the session starts.
+        public var rendezvous: [String]
+        public var room: Room
+        /// Whether peers on the local network are found too, by multicast DNS (default true).
+        /// False: the session is seen by, and sees, members of its room only.
+        public var alsoNearby: Bool
+
+        public init(rendezvous: String, room: Room, alsoNearby: Bool = true) {
+            self.init(rendezvous: [rendezvous], room: room, alsoNearby: alsoNearby)
+        }
+
+        public init(rendezvous: [String], room: Room, alsoNearby: Bool = true) {
+            self.rendezvous = rendezvous
+            self.room = room
+            self.alsoNearby = alsoNearby
+        }
+
+        /// The default port of `gk-rendezvous`.
+        public static let defaultPort = 7878
+    }
+}
+
+extension GKSession {
+    /// How a connected peer's traffic travels (a Swift-only addition).
+    public enum PeerPath: Hashable, Sendable, CustomStringConvertible {
+        /// Straight to the peer on the local network (found by discovery).
+        case lan
+        /// Straight to the peer across the internet (NAT traversal found a way).
+        case direct
+        /// Through the rendezvous's relay, still encrypted end to end.
+        case relayed
+
+        public var description: String {
+            switch self {
+            case .lan: "LAN"
+            case .direct: "direct"
+            case .relayed: "relayed"
+            }
+        }
+    }
+
+    /// The code of the session's online room, once the rendezvous has answered (nil before,
+    /// and for a session that is not online). Give it to the friends who should join.
+    public var roomCode: String? { self.core.roomCode }
+
+    /// Waits for the online room's code: returns it once the rendezvous answers, or throws why
+    /// the session is not in the room (a wrong or expired code, no rendezvous).
+    public func waitForRoomCode() async throws(GKSessionError) -> String {
+        try await self.core.waitForRoomCode()
+    }
+
+    /// How traffic to a connected peer travels; nil when the peer is not connected.
+    public func path(forPeer peerID: String) -> PeerPath? {
+        guard let id = UInt32(peerID) else { return nil }
+        return self.core.path(to: id)
+    }
+}

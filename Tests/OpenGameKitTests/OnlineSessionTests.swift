@@ -1,0 +1,111 @@
+import Crypto
+import Foundation
+@_spi(Machine) import GameKitOnline
+import NIOCore
+import NetworkImpairment
+@testable import OpenGameKit
+import Testing
+
+/// Sessions that meet in a room of a rendezvous running in the same process, over the sandbox's
+/// loopback, with multicast DNS off: every peer they see and every byte they exchange went
+/// through the rendezvous and its relay.
+@Suite("Online sessions through a rendezvous")
+struct OnlineSessionTests {
+    static func rendezvous(_ configuration: RendezvousConfiguration = RendezvousConfiguration()) async throws -> RendezvousService {
+        try NetworkSandbox.requireIsolation()
+        return try await RendezvousService.start(
+            at: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration, signingKey: Curve25519.Signing.PrivateKey())
+    }
+
+    static func session(
+        _ name: String, _ mode: GKSessionMode = .peer, room: GKSession.Configuration.Online.Room, rendezvous: RendezvousService,
+        id: String = "online-test", password: String? = nil
+    ) -> SessionRecorder {
+        var configuration = GKSession.Configuration(bindAddress: "127.0.0.1")
+        configuration.online = .init(rendezvous: "127.0.0.1:\(rendezvous.localAddress.port!)", room: room, alsoNearby: false)
+        let session = GKSession(sessionID: id, displayName: name, sessionMode: mode, password: password, configuration: configuration)
+        let recorder = SessionRecorder(session)
+        session.isAvailable = true
+        return recorder
+    }
+
+    @Test func membersOfARoomSeeEachOtherConnectAndExchangeDataThroughTheRelay() async throws {
+        let rendezvous = try await Self.rendezvous()
+        let alice = Self.session("Alice", room: .create, rendezvous: rendezvous)
+        let code = try await alice.session.waitForRoomCode()
+        #expect(alice.session.roomCode == code)
+        #expect(code.count == 7)
+        let bob = Self.session("Bob", room: .join(code: code.lowercased()), rendezvous: rendezvous)
+        #expect(try await bob.session.waitForRoomCode() == code)
+        #expect(await bob.waitUntilSees(alice.session))
+        #expect(await alice.waitUntilSees(bob.session))
+        #expect(bob.session.displayName(forPeer: alice.session.peerID) == "Alice")
+        #expect(bob.session.path(forPeer: alice.session.peerID) == nil)
+
+        bob.session.connect(toPeer: alice.session.peerID, withTimeout: 10)
+        #expect(await bob.wait(for: .state(alice.session.peerID, .stateConnected)))
+        #expect(await alice.wait(for: .state(bob.session.peerID, .stateConnected)))
+        #expect(bob.session.path(forPeer: alice.session.peerID) == .relayed)
+        #expect(alice.session.path(forPeer: bob.session.peerID) == .relayed)
+
+        // A chat's worth of reliable messages, all arriving once and in order, and an unreliable one.
+        for index in 0..<300 {
+            try bob.session.send(Data("m\(index)".utf8), toPeers: [alice.session.peerID!], with: .reliable)
+        }
+        try alice.session.sendData(toAllPeers: Data("hi bob".utf8), with: .unreliable)
+        #expect(await alice.wait { $0.filter { if case .data = $0 { true } else { false } }.count >= 300 })
+        let received = alice.events.compactMap { event -> String? in
+            guard case .data(_, let data) = event else { return nil }
+            return String(decoding: data, as: UTF8.self)
+        }
+        #expect(received == (0..<300).map { "m\($0)" })
+        #expect(await bob.wait(for: .data(alice.session.peerID, Data("hi bob".utf8))))
+        // Every byte went through the relay (the messages travel packed, several a datagram).
+        let payload = (0..<300).map { "m\($0)".utf8.count }.reduce(0, +)
+        #expect(rendezvous.statistics.relayedBytes > UInt64(payload))
+
+        // Bob leaves: Alice sees him disconnect, then (his membership ended) unavailable.
+        await bob.session.close()
+        #expect(await alice.wait(for: .state(bob.session.peerID, .stateDisconnected)))
+        #expect(await alice.wait { _ in rendezvous.statistics.members == 1 })
+        await alice.session.close()
+        await rendezvous.stop()
+    }
+
+    @Test func aWrongCodeFailsTheSessionWithItsReason() async throws {
+        let rendezvous = try await Self.rendezvous()
+        let carol = Self.session("Carol", room: .join(code: "ZZZ-ZZZ"), rendezvous: rendezvous)
+        await #expect(throws: GKSessionError.self) { _ = try await carol.session.waitForRoomCode() }
+        do {
+            _ = try await carol.session.waitForRoomCode()
+        } catch {
+            #expect(error.localizedDescription.contains("There is no room ZZZ-ZZZ"))
+        }
+        #expect(await carol.wait(for: .sessionFailed(.cannotEnableError)))
+        await carol.session.close()
+        await rendezvous.stop()
+    }
+
+    @Test func aCodeThatIsNotOneFailsAtOnce() async throws {
+        let rendezvous = try await Self.rendezvous()
+        let dave = Self.session("Dave", room: .join(code: "hello!"), rendezvous: rendezvous)
+        #expect(await dave.wait(for: .sessionFailed(.cannotEnableError)))
+        await dave.session.close()
+        await rendezvous.stop()
+    }
+
+    @Test func theSessionPasswordStillGatesPeersEndToEnd() async throws {
+        let rendezvous = try await Self.rendezvous()
+        let alice = Self.session("Alice", room: .create, rendezvous: rendezvous, password: "right")
+        let code = try await alice.session.waitForRoomCode()
+        let mallory = Self.session("Mallory", room: .join(code: code), rendezvous: rendezvous, password: "wrong")
+        #expect(await mallory.waitUntilSees(alice.session))
+        mallory.session.connect(toPeer: alice.session.peerID, withTimeout: 5)
+        #expect(await mallory.wait { $0.contains { if case .failed(_, _) = $0 { true } else { false } } })
+        #expect(!alice.events.contains(.state(mallory.session.peerID, .stateConnected)))
+        #expect(!alice.events.contains { if case .request = $0 { true } else { false } })
+        await mallory.session.close()
+        await alice.session.close()
+        await rendezvous.stop()
+    }
+}
