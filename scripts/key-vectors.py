@@ -38,9 +38,11 @@ probe = bytes([10, 1, 0, 0]) + ei_pub + (0x0102030405060708).to_bytes(8, "big")
 probe += hmac.new(liveness_key, probe, hashlib.sha256).digest()[:16]
 reply = bytes([11, 1, 0, 0]) + (0x0102030405060708).to_bytes(8, "big")
 reply += hmac.new(liveness_key, reply, hashlib.sha256).digest()[:16]
+verification = hashlib.sha256(b"ogk1 verification" + transcript).digest()[:5]
 for name, value in [("psk", psk), ("pskEmpty", psk_empty), ("initiatorPublic", ei_pub), ("responderPublic", er_pub),
                     ("shared", shared), ("initiationKey", initiation_key), ("cancelKey", cancel_key),
                     ("responseKey", okm[:32]), ("initiatorToResponder", okm[32:64]), ("responderToInitiator", okm[64:]),
                     ("sealedPacket5", sealed), ("truncatedMAC", mac),
-                    ("livenessKey", liveness_key), ("probe", probe), ("probeReply", reply)]:
+                    ("livenessKey", liveness_key), ("probe", probe), ("probeReply", reply),
+                    ("verification", verification)]:
     print(f'static let {name} = "{value.hex()}"')

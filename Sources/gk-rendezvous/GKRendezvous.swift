@@ -6,7 +6,7 @@ import NIOCore
 import NetworkImpairment
 
 /// `gk-rendezvous`: the rendezvous (rooms, STUN binding answers) and relay that online
-/// sessions meet through (PROTOCOL §19).
+/// sessions meet through (PROTOCOL §18).
 @main
 struct GKRendezvous: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

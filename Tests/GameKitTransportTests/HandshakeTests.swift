@@ -29,6 +29,28 @@ struct HandshakeTests {
         #expect(responderOpened == [ByteBuffer(string: "I am Alice")])
     }
 
+    @Test func bothEndsShowOneVerificationCodeAndAnInterposerCannotMatchIt() throws {
+        // A believes it reaches B, but M answers and runs its own handshake with B (a relay
+        // that interposes): each pair agrees on its code, A's and B's differ.
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let m = network.addNode()
+        let b = network.addNode()
+        network.nodes[m].answer = .accept(ByteBuffer())
+        network.nodes[b].answer = .accept(ByteBuffer())
+        let first = network.openLink(from: a, to: m)
+        let second = network.openLink(from: m, to: b)
+        let (aToM, mFromA) = try #require(first)
+        let (mToB, bFromM) = try #require(second)
+        let codeA = try #require(network.nodes[a].machine.verificationCode(aToM))
+        let codeB = try #require(network.nodes[b].machine.verificationCode(bFromM))
+        #expect(codeA.count == 5)
+        #expect(network.nodes[m].machine.verificationCode(mFromA) == codeA)
+        #expect(network.nodes[m].machine.verificationCode(mToB) == codeB)
+        #expect(codeA != codeB)
+        #expect(network.nodes[a].machine.verificationCode(LinkID(rawValue: 0xDEAD)) == nil)
+    }
+
     @Test func handshakeCompletesInOneRoundTripForTheInitiator() {
         var network = VirtualNetwork()
         let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(10)))

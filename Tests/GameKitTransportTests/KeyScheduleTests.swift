@@ -24,6 +24,7 @@ struct KeyScheduleTests {
         static let probe =
             "0a01000007a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c01020304050607086ee05ecd32428d808e9a12d77908a093"
         static let probeReply = "0b01000001020304050607086937d7f2506c3bfe5610f0b264705fd3"
+        static let verification = "ba136a9b1a"
     }
 
     static func hex(_ key: SymmetricKey) -> String { key.withUnsafeBytes { Self.hex(Array($0)) } }
@@ -72,6 +73,7 @@ struct KeyScheduleTests {
         #expect(Self.hex(response) == Vector.responseKey)
         #expect(Self.hex(link.initiatorToResponder) == Vector.initiatorToResponder)
         #expect(Self.hex(link.responderToInitiator) == Vector.responderToInitiator)
+        #expect(Self.hex(link.verification) == Vector.verification)
     }
 
     @Test func packetSealMatchesTheVectorAndOpens() throws {

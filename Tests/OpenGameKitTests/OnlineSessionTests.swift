@@ -32,11 +32,11 @@ struct OnlineSessionTests {
     @Test func membersOfARoomSeeEachOtherConnectAndExchangeDataThroughTheRelay() async throws {
         let rendezvous = try await Self.rendezvous()
         let alice = Self.session("Alice", room: .create, rendezvous: rendezvous)
-        let code = try await alice.session.waitForRoomCode()
-        #expect(alice.session.roomCode == code)
-        #expect(code.count == 7)
-        let bob = Self.session("Bob", room: .join(code: code.lowercased()), rendezvous: rendezvous)
-        #expect(try await bob.session.waitForRoomCode() == code)
+        let room = try await alice.session.waitForRoomCode()
+        #expect(alice.session.roomCode == room)
+        #expect(room.count == 7)
+        let bob = Self.session("Bob", room: .join(code: room.lowercased()), rendezvous: rendezvous)
+        #expect(try await bob.session.waitForRoomCode() == room)
         #expect(await bob.waitUntilSees(alice.session))
         #expect(await alice.waitUntilSees(bob.session))
         #expect(bob.session.displayName(forPeer: alice.session.peerID) == "Alice")
@@ -47,6 +47,10 @@ struct OnlineSessionTests {
         #expect(await alice.wait(for: .state(bob.session.peerID, .stateConnected)))
         #expect(bob.session.path(forPeer: alice.session.peerID) == .relayed)
         #expect(alice.session.path(forPeer: bob.session.peerID) == .relayed)
+        // Both read the same verification code (the relay ran no handshake of its own).
+        let code = try #require(bob.session.verificationCode(forPeer: alice.session.peerID))
+        #expect(alice.session.verificationCode(forPeer: bob.session.peerID) == code)
+        #expect(code.count == 9 && code.dropFirst(4).first == "-")
 
         // A chat's worth of reliable messages, all arriving once and in order, and an unreliable one.
         for index in 0..<300 {

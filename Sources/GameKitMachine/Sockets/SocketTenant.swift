@@ -1,6 +1,6 @@
 import NIOCore
 
-/// A second machine on a driven socket (PROTOCOL §1.2, §19.1): the datagrams whose first byte
+/// A second machine on a driven socket (PROTOCOL §1.2, §18.1): the datagrams whose first byte
 /// the socket's own machine does not use are the tenant's, and the own machine's datagrams to
 /// the tenant's virtual destinations are the tenant's to carry. An online session's socket
 /// has the transport as its own machine and the room client (rendezvous, relay) as tenant.

@@ -4,7 +4,7 @@ import DequeModule
 @_spi(Machine) import GameKitTraversal
 import NIOCore
 
-/// A session's side of the rendezvous and relay, without I/O (PROTOCOL §19.4): registers in a
+/// A session's side of the rendezvous and relay, without I/O (PROTOCOL §18.4): registers in a
 /// room, keeps the membership alive, learns the other members and their records, obtains a relay
 /// allocation with the rendezvous's ticket, and wraps the transport's datagrams to members for
 /// the relay. It shares the session's socket (``OnlineTenant``).

@@ -6,7 +6,7 @@ public enum RoomRequest: Sendable, Equatable {
     case join(RoomCode)
 }
 
-/// Why a session could not be in a room (PROTOCOL §19.3).
+/// Why a session could not be in a room (PROTOCOL §18.3).
 public enum RoomError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No room of this session has the code: mistyped, or expired.
     case noSuchRoom(RoomCode)
@@ -59,7 +59,7 @@ public enum RoomEvent: Sendable, Equatable {
     case left
 }
 
-/// Addresses that stand for room members inside the transport (PROTOCOL §19.6): in RFC 6666's
+/// Addresses that stand for room members inside the transport (PROTOCOL §18.6): in RFC 6666's
 /// discard-only prefix `100::/64`, never routed anywhere, with the member's peer ID in the low
 /// 32 bits. The transport sends to them like to any address; the online layer carries what it
 /// sends there through the relay (or, later, straight to the member).

@@ -4,7 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// A session's room membership on the session's own socket (PROTOCOL §19): the room client runs
+/// A session's room membership on the session's own socket (PROTOCOL §18): the room client runs
 /// on the package's driver as the socket's tenant, beside the transport. It registers in the
 /// room, carries the transport's datagrams to member addresses (``MemberAddress``) through the
 /// relay, and hands relayed datagrams back to the transport as coming from the member's address.

@@ -3,7 +3,7 @@ import DequeModule
 @_spi(Machine) import GameKitMachine
 import NIOCore
 
-/// A relay (PROTOCOL §19.5): forwards opaque transport datagrams between members of one room
+/// A relay (PROTOCOL §18.5): forwards opaque transport datagrams between members of one room
 /// that hold tickets signed by a rendezvous, within each ticket's time and byte limits and a
 /// rate per member. It keeps no room list: a ticket says which room and member it is for.
 struct RelayService {

@@ -4,7 +4,7 @@ import DequeModule
 @_spi(Machine) import GameKitTraversal
 import NIOCore
 
-/// A rendezvous and relay on one UDP socket, as a datagram machine (PROTOCOL §19): STUN binding
+/// A rendezvous and relay on one UDP socket, as a datagram machine (PROTOCOL §18): STUN binding
 /// answers (a member's server-reflexive address), rooms, and relaying, told apart by the first
 /// byte. `gk-rendezvous` runs it on the package's driver; tests run it on the virtual network.
 package struct RendezvousServer: DatagramMachine {

@@ -3,7 +3,7 @@ import DequeModule
 @_spi(Machine) import GameKitMachine
 import NIOCore
 
-/// The rooms of one rendezvous, in memory (PROTOCOL §19.3, §19.4): registrations, rosters pushed
+/// The rooms of one rendezvous, in memory (PROTOCOL §18.3, §18.4): registrations, rosters pushed
 /// to members when they change, member and room expiry, and the limits on guessing codes.
 /// Sans-I/O: ``RendezvousServer`` hands it requests and the time and takes its answers.
 struct RoomService {

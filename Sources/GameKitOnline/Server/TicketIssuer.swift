@@ -33,7 +33,7 @@ public struct WallClock: Sendable {
     }
 }
 
-/// Signs relay tickets for a rendezvous (PROTOCOL §19.5).
+/// Signs relay tickets for a rendezvous (PROTOCOL §18.5).
 struct TicketIssuer {
     let key: Curve25519.Signing.PrivateKey
     let clock: WallClock

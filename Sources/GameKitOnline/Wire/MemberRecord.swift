@@ -1,6 +1,6 @@
 import NIOCore
 
-/// What a room's member tells the others through the rendezvous (PROTOCOL §19.3): who it is,
+/// What a room's member tells the others through the rendezvous (PROTOCOL §18.3): who it is,
 /// the key its transport's liveness is watched with, and where it may be reached directly.
 public struct MemberRecord: Equatable, Sendable {
     /// A connection candidate: an address the member may be reached at without the relay.

@@ -1,13 +1,13 @@
 import NIOCore
 
 /// First bytes of the online layer's datagrams, inside the range RFC 7983 leaves unassigned
-/// (the transport has 4…12, STUN 0…3): PROTOCOL §19.1.
+/// (the transport has 4…12, STUN 0…3): PROTOCOL §18.1.
 public enum OnlinePacketType: UInt8, Sendable {
-    /// Rendezvous requests and answers (§19.3).
+    /// Rendezvous requests and answers (§18.3).
     case rendezvous = 13
-    /// Relay allocation (§19.5).
+    /// Relay allocation (§18.5).
     case relayControl = 14
-    /// A transport datagram carried by the relay (§19.5).
+    /// A transport datagram carried by the relay (§18.5).
     case relayData = 15
 
     /// Whether a datagram starting with `byte` belongs to STUN (RFC 7983: 0…3).

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import NIOCore
 
-/// Permission to use a relay, signed by the rendezvous (PROTOCOL §19.5): which room and member it
+/// Permission to use a relay, signed by the rendezvous (PROTOCOL §18.5): which room and member it
 /// is for, until when, how many bytes, and the key its holder signs allocations with. A relay
 /// checks the signature against the rendezvous's public key and needs no database.
 public struct RelayTicket: Equatable, Sendable {
@@ -71,7 +71,7 @@ public struct RelayTicket: Equatable, Sendable {
     }
 }
 
-/// Relay messages (PROTOCOL §19.5): allocation (type 14) and carried datagrams (type 15).
+/// Relay messages (PROTOCOL §18.5): allocation (type 14) and carried datagrams (type 15).
 public enum RelayMessage: Equatable, Sendable {
     /// "Relay for me": a signed ticket, the time, and the holder's signature over both, so that
     /// a copied allocation cannot move the ticket to another address later.

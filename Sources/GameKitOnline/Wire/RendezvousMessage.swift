@@ -18,7 +18,7 @@ public struct MemberToken: Hashable, Sendable {
     }
 }
 
-/// Why the rendezvous refused a request (PROTOCOL §19.3).
+/// Why the rendezvous refused a request (PROTOCOL §18.3).
 public enum RendezvousRefusal: UInt8, Sendable, Equatable {
     case malformed = 1
     /// No room with this session and code: a wrong code, or a room that expired.
@@ -34,7 +34,7 @@ public enum RendezvousRefusal: UInt8, Sendable, Equatable {
     case busy = 7
 }
 
-/// A rendezvous message (type 13): requests carry an ID the answer repeats (PROTOCOL §19.3).
+/// A rendezvous message (type 13): requests carry an ID the answer repeats (PROTOCOL §18.3).
 public enum RendezvousMessage: Equatable, Sendable {
     // Client → rendezvous
     case create(request: UInt64, sessionKey: UInt64, holderKey: [UInt8], record: MemberRecord)
@@ -66,7 +66,7 @@ public enum RendezvousMessage: Equatable, Sendable {
     }
 
     /// Registrations are padded to this many bytes, so that no answer is larger than what asked
-    /// for it (a forged source address gains nothing; PROTOCOL §19.7).
+    /// for it (a forged source address gains nothing; PROTOCOL §18.7).
     public static let registrationSize = 400
     /// The Ed25519 public key size (a relay ticket's holder key).
     public static let holderKeySize = 32

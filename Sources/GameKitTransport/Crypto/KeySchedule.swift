@@ -27,6 +27,8 @@ struct PreSharedKey: Sendable {
 struct LinkKeys: Sendable {
     var initiatorToResponder: SymmetricKey
     var responderToInitiator: SymmetricKey
+    /// The link's verification code (PROTOCOL §4.9): 5 bytes both ends derive from the transcript.
+    var verification: [UInt8] = []
 }
 
 /// Every key derivation of the protocol, in one place so that docs/PROTOCOL.md §4 can list them
@@ -38,6 +40,18 @@ enum KeySchedule {
         static let cancel = "ogk1 cancel"
         static let session = "ogk1 session"
         static let liveness = "ogk1 liveness"
+        static let verification = "ogk1 verification"
+    }
+
+    /// Bytes of a verification code.
+    static let verificationSize = 5
+
+    /// The verification code of a link (PROTOCOL §4.9): the first 40 bits of SHA-256 of a label
+    /// and the transcript. Both ends show it; a party that ran a handshake with each of them in
+    /// the other's name (a relay that interposes) leaves them with different transcripts, and so
+    /// different codes, unless it matched 40 bits while the handshake waited.
+    static func verificationCode(transcriptHash: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: Array(Label.verification.utf8) + transcriptHash).prefix(Self.verificationSize))
     }
 
     /// The key two endpoints share for liveness probes (PROTOCOL §4.8): from X25519 of their
@@ -95,7 +109,8 @@ enum KeySchedule {
                 SymmetricKey(data: bytes[0..<32]),
                 LinkKeys(
                     initiatorToResponder: SymmetricKey(data: bytes[32..<64]),
-                    responderToInitiator: SymmetricKey(data: bytes[64..<96])
+                    responderToInitiator: SymmetricKey(data: bytes[64..<96]),
+                    verification: Self.verificationCode(transcriptHash: transcriptHash)
                 )
             )
         }

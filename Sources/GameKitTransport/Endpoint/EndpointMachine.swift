@@ -290,6 +290,10 @@ struct EndpointMachine: DatagramMachine {
     /// accepted links awaiting the initiator's confirmation.
     var handshakesInProgress: Int { self.requests.count + self.accepted.count }
 
+    func verificationCode(_ link: LinkID) -> [UInt8]? {
+        self.links[link.rawValue]?.machine.verificationCode
+    }
+
     func linkStatistics(_ link: LinkID) -> LinkStatistics? {
         guard let slot = self.links[link.rawValue] else { return nil }
         var snapshot = slot.machine.statisticsSnapshot

@@ -278,6 +278,13 @@ public final class TransportEndpoint: Sendable {
 
     // MARK: - Introspection
 
+    /// The link's verification code: 5 bytes both ends derive from their handshake (PROTOCOL
+    /// §4.9). Two people who compare it (a session shows it as text) know that nobody ran the
+    /// handshake in between, not even a relay that carried it. Nil for an unknown link.
+    public func verificationCode(for link: LinkID) -> [UInt8]? {
+        self.core.read { $0.verificationCode(link) }
+    }
+
     /// The counters and estimates of a link, or nil when it is gone.
     public func statistics(for link: LinkID) -> LinkStatistics? {
         self.core.read { $0.linkStatistics(link) }

@@ -109,6 +109,8 @@ struct LinkMachine {
     var unansweredSince: NIODeadline?
 
     var statistics = LinkStatistics()
+    /// The code both ends of this link show for comparison (PROTOCOL §4.9).
+    let verificationCode: [UInt8]
     /// Whole unreliable messages larger than this side accepts (a peer breaking the limit).
     var oversizedUnreliableDropped = 0
     var events: [LinkEvent] = []
@@ -128,6 +130,7 @@ struct LinkMachine {
         self.role = role
         self.remoteAddress = remoteAddress
         self.parameters = parameters
+        self.verificationCode = keys.verification
         switch role {
         case .initiator:
             self.sealer = PacketCipher(cipher, key: keys.initiatorToResponder)

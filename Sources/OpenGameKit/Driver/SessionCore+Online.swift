@@ -187,6 +187,14 @@ extension SessionCore {
         return try result.get()
     }
 
+    /// The verification code of the link to `peerID`, as text (PROTOCOL §4.9).
+    func verificationCode(for peerID: UInt32) -> String? {
+        guard let link = self.read({ $0.peers[peerID]?.link }), let bytes = self.transportVerificationCode(link), bytes.count == 5 else { return nil }
+        let value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let text = CrockfordBase32.encode(value, symbols: 8)
+        return "\(text.prefix(4))-\(text.suffix(4))"
+    }
+
     /// How traffic to a connected peer travels now.
     func path(to peerID: UInt32) -> GKSession.PeerPath? {
         guard let link = self.read({ $0.peers[peerID]?.link }) else { return nil }

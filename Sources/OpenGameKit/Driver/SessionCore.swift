@@ -298,6 +298,11 @@ final class SessionCore: @unchecked Sendable {
     /// The transport's local port, once bound.
     var transportPort: Int? { self.slot.current?.localAddress.port }
 
+    /// A transport link's verification code.
+    func transportVerificationCode(_ link: LinkID) -> [UInt8]? {
+        self.slot.current?.verificationCode(for: link)
+    }
+
     /// Where a link of the transport sends now.
     func transportLinkAddress(_ link: LinkID) -> SocketAddress? {
         self.slot.current?.statistics(for: link)?.remoteAddress

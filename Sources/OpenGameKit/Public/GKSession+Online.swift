@@ -67,6 +67,15 @@ extension GKSession {
         try await self.core.waitForRoomCode()
     }
 
+    /// The verification code of the connection to a peer: eight letters and digits (`XXXX-XXXX`)
+    /// that the peer's side shows too, for the same connection. When two players read the same
+    /// code to each other, nobody in between (not even an online room's relay) ran their
+    /// handshake. Nil when the peer is not connected directly. A Swift-only addition.
+    public func verificationCode(forPeer peerID: String) -> String? {
+        guard let id = UInt32(peerID) else { return nil }
+        return self.core.verificationCode(for: id)
+    }
+
     /// How traffic to a connected peer travels; nil when the peer is not connected.
     public func path(forPeer peerID: String) -> PeerPath? {
         guard let id = UInt32(peerID) else { return nil }
