@@ -61,7 +61,7 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
     nonisolated func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
         MainActor.assumeIsolated {
             self.openChat()
-            self.chat?.system("Connected to \(session.displayName(forPeer: peerID) ?? peerID)")
+            self.chat?.system("Connected to \(session.displayName(forPeer: peerID) ?? peerID)\(self.pathNote(peerID))")
             // In a room, the server's other members are already known.
             for member in session.peers(with: .stateConnected) ?? [] where session.route(toPeer: member) != .direct {
                 self.chat?.system("\(session.displayName(forPeer: member) ?? member) is here")
@@ -80,6 +80,24 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
         self.openChat()
         self.session.isAvailable = true
         self.chat?.system("Room \"\(self.session.sessionID!)\" open as \(self.session.displayName!); waiting for clients")
+        if self.session.isOnline {
+            Task { @MainActor in
+                do {
+                    let code = try await self.session.waitForRoomCode()
+                    self.chat?.system("Online room \(code): clients join with 'gk-chat --mode client --online \(code)'")
+                } catch {
+                    self.chat?.system("Not online: \(error.localizedDescription)")
+                }
+            }
+        }
+    }
+
+    /// " (relayed, verification ABCD-EFGH)" for an online peer: the path, and the code both
+    /// players can compare.
+    private func pathNote(_ peerID: String) -> String {
+        guard self.session.isOnline, let path = self.session.path(forPeer: peerID) else { return "" }
+        let code = self.session.verificationCode(forPeer: peerID).map { "; verification code \($0): compare it with theirs" } ?? ""
+        return " (\(path)\(code))"
     }
 
     private func openChat() {
@@ -157,7 +175,7 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
         let name = self.session.displayName(forPeer: peerID) ?? peerID
         switch state {
         case .stateConnected:
-            chat.system("\(name) joined")
+            chat.system("\(name) joined\(self.pathNote(peerID))")
         case .stateDisconnected:
             chat.system("\(name) left")
             if self.mode != .server, self.session.peers(with: .stateConnected).isEmpty { self.backToPicker() }

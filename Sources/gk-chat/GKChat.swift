@@ -10,7 +10,17 @@ import NetworkImpairment
 struct GKChat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gk-chat",
-        abstract: "Chat with peers on the local network (the Game Kit lecture's demo).")
+        abstract: "Chat with peers on the local network, or in an online room (the Game Kit lecture's demo).",
+        discussion: """
+            Online: start gk-rendezvous somewhere everyone can reach, then one player runs \
+            'gk-chat --online --rendezvous HOST:PORT' and tells the others the room code it shows; \
+            they run 'gk-chat --online CODE --rendezvous HOST:PORT'. Once connected, both screens \
+            show the connection's verification code: read it to each other; if both see the same, \
+            nobody is in between.
+            """)
+
+    /// `--online` alone means a new room (the parser needs a value: see ``main()``).
+    static let newRoom = "new"
 
     @Option(help: "Your display name (default: the host name).")
     var name: String?
@@ -33,6 +43,39 @@ struct GKChat: AsyncParsableCommand {
     @Option(help: "Quit after this many seconds (for scripts).")
     var seconds: Double?
 
+    @Option(help: ArgumentHelp("Meet in an online room: alone, create one; with a code, join it.", valueName: "CODE"))
+    var online: String?
+
+    @Option(help: "The rendezvous for --online: HOST:PORT (default: OGK_RENDEZVOUS, else 127.0.0.1:7878).")
+    var rendezvous: String?
+
+    @Flag(help: "With --online: do not look for peers on the local network too.")
+    var onlineOnly = false
+
+    func validate() throws {
+        if self.rendezvous != nil || self.onlineOnly, self.online == nil {
+            throw ValidationError("--rendezvous and --online-only go with --online")
+        }
+    }
+
+    /// `--online` may stand without its code: it then means a new room.
+    static func main() async {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        if let index = arguments.firstIndex(of: "--online"), index == arguments.count - 1 || arguments[index + 1].hasPrefix("-") {
+            arguments.insert(Self.newRoom, at: index + 1)
+        }
+        do {
+            var command = try Self.parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            Self.exit(withError: error)
+        }
+    }
+
     enum ChatMode: String, ExpressibleByArgument, CaseIterable {
         case peer, server, client
 
@@ -48,10 +91,16 @@ struct GKChat: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         ToolLogging.bootstrap()
+        var configuration = GKSession.Configuration(
+            interfaceNames: self.interface.isEmpty ? nil : self.interface, relaysBetweenClients: self.mode == .server)
+        if let online = self.online {
+            let rendezvous = self.rendezvous ?? ProcessInfo.processInfo.environment["OGK_RENDEZVOUS"] ?? "127.0.0.1:7878"
+            let room: GKSession.Configuration.Online.Room = online == Self.newRoom ? .create : .join(code: online)
+            configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: !self.onlineOnly)
+        }
         let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: self.mode.sessionMode, password: self.password,
-            configuration: GKSession.Configuration(
-                interfaceNames: self.interface.isEmpty ? nil : self.interface, relaysBetweenClients: self.mode == .server))
+            configuration: configuration)
         let app = ChatApp(session: session, mode: self.mode, inviteTimeout: self.inviteTimeout)
         // Ctrl-C (outside the chat screen, which reads it as a key), `kill` and a closed terminal
         // quit as /quit does: the peers are told and the advertisement withdrawn; then the process

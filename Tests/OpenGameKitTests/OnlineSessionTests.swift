@@ -21,7 +21,8 @@ struct OnlineSessionTests {
         _ name: String, _ mode: GKSessionMode = .peer, room: GKSession.Configuration.Online.Room, rendezvous: RendezvousService,
         id: String = "online-test", password: String? = nil
     ) -> SessionRecorder {
-        var configuration = GKSession.Configuration(bindAddress: "127.0.0.1")
+        // Bound as users bind (every address, dual stack): IPv4 peers then appear IPv4-mapped.
+        var configuration = GKSession.Configuration()
         configuration.online = .init(rendezvous: "127.0.0.1:\(rendezvous.localAddress.port!)", room: room, alsoNearby: false)
         let session = GKSession(sessionID: id, displayName: name, sessionMode: mode, password: password, configuration: configuration)
         let recorder = SessionRecorder(session)

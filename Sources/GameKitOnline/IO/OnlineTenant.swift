@@ -33,6 +33,9 @@ import NIOCore
     }
 
     public func receive(_ datagram: ByteBuffer, from source: SocketAddress) -> (ByteBuffer, SocketAddress)? {
+        // A dual-stack socket reports IPv4 senders as IPv4-mapped IPv6 addresses: the room
+        // client knows the rendezvous and relay by their IPv4 addresses.
+        let source = source.unmappingIPv4
         guard datagram.getInteger(at: datagram.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue else {
             self.driver.receive(datagram, from: source)
             return nil

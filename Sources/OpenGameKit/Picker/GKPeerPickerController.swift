@@ -269,6 +269,20 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
         guard live else { return }
         session.delegate = events
         session.isAvailable = true
+        if session.isOnline {
+            // The room's code, for the screen, once the rendezvous has answered.
+            Task { [weak self] in
+                guard let code = try? await session.waitForRoomCode(), let self else { return }
+                self.work.run(on: self.delegateQueue) {
+                    let live = self.state.withLockedValue { state -> Bool in
+                        guard state.isVisible, state.showing == showing, state.session === session else { return false }
+                        state.model.roomReady(code: code)
+                        return true
+                    }
+                    if live { self.apply(showing) }
+                }
+            }
+        }
         let available = session.peers(with: .stateAvailable) ?? []
         self.state.withLockedValue { state in
             for peerID in available {

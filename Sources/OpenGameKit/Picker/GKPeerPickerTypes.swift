@@ -98,12 +98,17 @@ public struct GKPeerPickerScreen: Hashable, Sendable {
     /// The highlighted row: of `peers` while searching, of the options while choosing a type.
     public var selection: Int
     public var notice: GKPeerPickerNotice?
+    /// The code of the online room the session is in, once known (friends join with it).
+    public var roomCode: String?
 
-    public init(phase: GKPeerPickerPhase, peers: [GKPeerPickerPeer] = [], selection: Int = 0, notice: GKPeerPickerNotice? = nil) {
+    public init(
+        phase: GKPeerPickerPhase, peers: [GKPeerPickerPeer] = [], selection: Int = 0, notice: GKPeerPickerNotice? = nil, roomCode: String? = nil
+    ) {
         self.phase = phase
         self.peers = peers
         self.selection = selection
         self.notice = notice
+        self.roomCode = roomCode
     }
 
     /// The highlighted peer while searching.

@@ -52,6 +52,11 @@ struct PeerPickerModel: Sendable {
         }
     }
 
+    /// The session's online room has its code: shown from now on.
+    mutating func roomReady(code: String) {
+        self.screen.roomCode = code
+    }
+
     // MARK: - User actions
 
     mutating func handle(_ action: GKPeerPickerAction) {

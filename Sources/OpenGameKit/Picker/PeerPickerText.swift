@@ -6,6 +6,9 @@ public enum PeerPickerText {
         case .choosingConnectionType:
             return "How do you want to connect?"
         case .searching:
+            if let room = screen.roomCode {
+                return screen.peers.isEmpty ? "Room \(room): waiting for others (they join with this code)…" : "Room \(room): choose a peer to invite"
+            }
             return screen.peers.isEmpty ? "Searching for nearby peers…" : "Choose a peer to invite"
         case .inviting(let peer):
             return "Waiting for \(peer.displayName) to accept… (Esc cancels)"

@@ -57,6 +57,9 @@ extension GKSession {
         }
     }
 
+    /// Whether the session is configured for an online room (``Configuration/online``).
+    public var isOnline: Bool { self.core.configuration.online != nil }
+
     /// The code of the session's online room, once the rendezvous has answered (nil before,
     /// and for a session that is not online). Give it to the friends who should join.
     public var roomCode: String? { self.core.roomCode }
