@@ -342,6 +342,7 @@ let package = Package(
             dependencies: [
                 "GameKitOnline",
                 "GameKitMachine",
+                "GameKitTraversal",
                 "NetworkImpairment",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -10,7 +10,7 @@ import NetworkImpairment
 struct OnlineNode: DatagramMachine {
     enum Role {
         case server(RendezvousServer)
-        case client(RoomClient)
+        case client(OnlineMachine)
     }
 
     enum Event {
@@ -24,13 +24,13 @@ struct OnlineNode: DatagramMachine {
     private var relayed = Deque<Event>()
 
     static func server(_ server: RendezvousServer) -> OnlineNode { OnlineNode(role: .server(server)) }
-    static func client(_ client: RoomClient) -> OnlineNode { OnlineNode(role: .client(client)) }
+    static func client(_ client: OnlineMachine) -> OnlineNode { OnlineNode(role: .client(client)) }
 
     private init(role: Role) {
         self.role = role
     }
 
-    var client: RoomClient {
+    var client: OnlineMachine {
         get { if case .client(let client) = self.role { return client } else { preconditionFailure("not a client") } }
         set { self.role = .client(newValue) }
     }
@@ -48,7 +48,7 @@ struct OnlineNode: DatagramMachine {
             // As the tenant does: relayed transport datagrams are unwrapped, the rest is the
             // client's.
             if datagram.getInteger(at: datagram.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue {
-                if let (payload, peer) = client.unwrap(datagram, from: source) { self.relayed.append(.relayed(payload, from: peer)) }
+                if let (payload, peer) = client.unwrap(datagram, from: source, now: now) { self.relayed.append(.relayed(payload, from: peer)) }
             } else {
                 client.handle(datagram: datagram, from: source, now: now)
             }
@@ -102,12 +102,21 @@ struct OnlineNode: DatagramMachine {
 struct OnlineHost: VirtualHost {
     var machine: OnlineNode
     var address: SocketAddress
+    /// Behind a NAT that filters: inbound only from addresses this host has sent to.
+    var filters = false
+    var contacted: Set<SocketAddress> = []
     var events: [OnlineNode.Event] = []
     /// Datagrams to carry through the relay at the next settle: (to peer, payload).
     var toCarry: [(UInt32, ByteBuffer)] = []
 
     func source(for destination: SocketAddress) -> SocketAddress { self.address }
-    func accepts(_ destination: SocketAddress, from source: SocketAddress) -> Bool { destination == self.address }
+    func accepts(_ destination: SocketAddress, from source: SocketAddress) -> Bool {
+        destination == self.address && (!self.filters || self.contacted.contains(source))
+    }
+
+    mutating func didSend(_ bytes: ByteBuffer, to destination: SocketAddress, now: NIODeadline) {
+        self.contacted.insert(destination)
+    }
 
     mutating func record(_ event: OnlineNode.Event, now: NIODeadline) {
         self.events.append(event)
@@ -115,7 +124,7 @@ struct OnlineHost: VirtualHost {
 
     mutating func act(now: NIODeadline) -> Bool {
         guard !self.toCarry.isEmpty else { return false }
-        for (peer, payload) in self.toCarry { self.machine.client.carry(payload, to: peer) }
+        for (peer, payload) in self.toCarry { self.machine.client.carry(payload, to: peer, now: now) }
         self.toCarry.removeAll()
         return true
     }
@@ -143,7 +152,12 @@ struct OnlineHost: VirtualHost {
     }
 
     /// The members the client knows now.
-    var members: Set<UInt32> { Set(self.machine.client.members.keys) }
+    var members: Set<UInt32> { Set(self.machine.client.room.members.keys) }
+
+    /// The paths this client reported for members, in order.
+    var pathChanges: [(UInt32, OnlinePath)] {
+        self.roomEvents.compactMap { if case .pathChanged(let peer, let path) = $0 { return (peer, path) } else { return nil } }
+    }
 }
 
 /// Builds a rendezvous and clients on one virtual network, with seeded randomness throughout.
@@ -173,7 +187,7 @@ struct OnlineTestbed {
     @discardableResult
     mutating func addClient(
         _ request: RoomRequest, peerID: UInt32, name: String? = nil, address: SocketAddress? = nil, sessionKey: UInt64 = Self.sessionKey,
-        profile: ImpairmentProfile = .perfect
+        profile: ImpairmentProfile = .perfect, directPaths: Bool = false, hostCandidates: [SocketAddress] = [], filters: Bool = false
     ) -> Int {
         let index = self.network.hosts.count
         let address = address ?? (try! SocketAddress(ipAddress: "10.0.0.\(index)", port: 5000))
@@ -182,8 +196,16 @@ struct OnlineTestbed {
             record: MemberRecord(peerID: peerID, displayName: name ?? "peer \(peerID)", keyShare: Array(repeating: UInt8(index), count: 32)))
         configuration.timing.registrationTimeout = .seconds(10)
         self.nextSeed &+= 1
-        let client = RoomClient(configuration: configuration, clock: self.clock, now: self.network.now, random: MachineRandom(seed: self.nextSeed))
-        return self.network.add(OnlineHost(machine: .client(client), address: address), profile: profile, seed: self.nextSeed)
+        var random = MachineRandom(seed: self.nextSeed)
+        let room = RoomClient(configuration: configuration, clock: self.clock, now: self.network.now, random: random.split())
+        let paths = directPaths
+            ? MemberPaths(
+                configuration: .init(localPeerID: peerID, localUfrag: "u\(peerID)", localPassword: "password-of-\(peerID)-0123456789", socketAcceptsIPv6: true),
+                random: random.split())
+            : nil
+        var machine = OnlineMachine(room: room, paths: paths, random: random.split())
+        machine.start(hostCandidates: hostCandidates, now: self.network.now)
+        return self.network.add(OnlineHost(machine: .client(machine), address: address, filters: filters), profile: profile, seed: self.nextSeed)
     }
 
     /// Creates a room with one client and returns its code.

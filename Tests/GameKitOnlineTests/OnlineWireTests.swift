@@ -13,7 +13,7 @@ struct OnlineWireTests {
         candidates: [
             .init(kind: .host, address: try! SocketAddress(ipAddress: "10.1.2.3", port: 4000)),
             .init(kind: .serverReflexive, address: try! SocketAddress(ipAddress: "2001:db8::1", port: 5000)),
-        ])
+        ], iceUfrag: "abcdefgh", icePassword: "0123456789abcdefghijklmn")
 
     static let messages: [RendezvousMessage] = [
         .create(request: 1, sessionKey: 9, holderKey: Array(repeating: 1, count: 32), record: record),
@@ -79,11 +79,19 @@ struct OnlineWireTests {
         var record = Self.record
         record.candidates = Array(repeating: record.candidates[0], count: 9)
         record.displayName = String(repeating: "é", count: 80)
+        record.iceUfrag = String(repeating: "u", count: 40)
         // Written cut to the limits: eight candidates, a name of at most 100 bytes, whole characters.
         let decoded = try RendezvousMessage.decode(RendezvousMessage.member(request: 1, room: Self.room, record: record).encoded)
         guard case .member(_, _, let read) = decoded else { Issue.record("not a member"); return }
         #expect(read.candidates.count == MemberRecord.maximumCandidates)
         #expect(read.displayName == String(repeating: "é", count: 50))
+        #expect(read.iceUfrag.count == MemberRecord.maximumUfragBytes)
+        // The largest record still fits a registration, which is then not padded further.
+        var largest = record
+        largest.candidates = Array(repeating: .init(kind: .host, address: try SocketAddress(ipAddress: "2001:db8::1", port: 1)), count: 8)
+        largest.icePassword = String(repeating: "p", count: 64)
+        let registration = RendezvousMessage.join(request: 1, sessionKey: 2, code: RoomCode(value: 3)!, holderKey: Array(repeating: 0, count: 32), record: largest)
+        #expect(registration.encoded.readableBytes == RendezvousMessage.registrationSize)
     }
 
     @Test("Relay messages read back; relayed datagrams keep their payload")

@@ -15,7 +15,7 @@ struct RelayTests {
         let code = try #require(created)
         let friend = bed.addClient(.join(code), peerID: 2)
         let ready = bed.network.run(for: .seconds(5)) { network in
-            [1, friend].allSatisfy { network.hosts[$0].machine.client.relayReady && network.hosts[$0].members.count == 1 }
+            [1, friend].allSatisfy { network.hosts[$0].machine.client.room.relayReady && network.hosts[$0].members.count == 1 }
         }
         #expect(ready)
         return (bed, 1, friend)
@@ -51,7 +51,7 @@ struct RelayTests {
         let stranger = try SocketAddress(ipAddress: "198.51.100.7", port: 4444)
         let forger = Curve25519.Signing.PrivateKey()
         let holder = Curve25519.Signing.PrivateKey()
-        let room = bed.network.hosts[one].machine.client.room!
+        let room = bed.network.hosts[one].machine.client.room.room!
         let forged = try RelayTicket(room: room, peerID: 66, expiresAt: OnlineTestbed.clockOrigin + 600_000, byteLimit: 1 << 20,
                                      holderKey: Array(holder.publicKey.rawRepresentation)).signed(by: forger)
         let allocation = try RelayMessage.allocation(ticket: forged, timestampMilliseconds: OnlineTestbed.clockOrigin + 1000, holder: holder)
@@ -75,7 +75,7 @@ struct RelayTests {
         let created = bed.createRoom(peerID: 3)
         _ = try #require(created)
         let other = bed.network.hosts.count - 1
-        #expect(bed.network.run(for: .seconds(2)) { $0.hosts[other].machine.client.relayReady })
+        #expect(bed.network.run(for: .seconds(2)) { $0.hosts[other].machine.client.room.relayReady })
         // Member 3 (another room) addresses member 1: nothing arrives.
         bed.network.hosts[other].toCarry = [(1, ByteBuffer(string: "not yours"))]
         bed.network.run(for: .seconds(1))
@@ -88,7 +88,7 @@ struct RelayTests {
         var configuration = RendezvousConfiguration()
         configuration.ticketByteLimit = 1000
         var (bed, one, two) = try Self.room(configuration)
-        bed.network.hosts[one].toCarry = (0..<20).map { _ in (2, ByteBuffer(repeating: 1, count: 94)) }
+        bed.network.hosts[one].toCarry = (0..<20).map { _ in (2, ByteBuffer(repeating: 9, count: 94)) }
         bed.network.run(for: .seconds(1))
         // 100 bytes each with the relay header: ten fit.
         #expect(bed.network.hosts[two].relayedPayloads.count == 10)
@@ -104,10 +104,10 @@ struct RelayTests {
         let code = try #require(created)
         let ten = bed.network.hosts.count - 1
         let eleven = bed.addClient(.join(code), peerID: 11)
-        #expect(bed.network.run(for: .seconds(3)) { $0.hosts[eleven].machine.client.relayReady && $0.hosts[ten].machine.client.relayReady })
+        #expect(bed.network.run(for: .seconds(3)) { $0.hosts[eleven].machine.client.room.relayReady && $0.hosts[ten].machine.client.room.relayReady })
         // Member 1 floods: 1000 datagrams of 1000 bytes at one instant (a quarter second's worth
         // fits the burst: about ten).
-        bed.network.hosts[one].toCarry = (0..<1000).map { _ in (2, ByteBuffer(repeating: 1, count: 994)) }
+        bed.network.hosts[one].toCarry = (0..<1000).map { _ in (2, ByteBuffer(repeating: 9, count: 994)) }
         bed.network.hosts[ten].toCarry = [(11, ByteBuffer(string: "still here"))]
         bed.network.run(for: .milliseconds(100))
         let through = bed.network.hosts[two].relayedPayloads.count

@@ -17,14 +17,14 @@ struct RoomTests {
         let met = bed.network.run(for: .seconds(5)) { $0.hosts[1].members == [2] && $0.hosts[friend].members == [1] }
         #expect(met)
         #expect(bed.network.hosts[friend].code == code)
-        #expect(bed.network.hosts[1].machine.client.members[2]?.displayName == "Bob")
-        #expect(bed.network.hosts[1].machine.client.members[2]?.keyShare == Array(repeating: UInt8(friend), count: 32))
+        #expect(bed.network.hosts[1].machine.client.room.members[2]?.displayName == "Bob")
+        #expect(bed.network.hosts[1].machine.client.room.members[2]?.keyShare == Array(repeating: UInt8(friend), count: 32))
         // The host heard of the friend through a push, well before its next refresh.
         #expect(bed.network.hosts[1].roomEvents.contains { if case .memberJoined(let record) = $0 { record.peerID == 2 } else { false } })
         #expect(bed.server.currentStatistics.rooms == 1)
         #expect(bed.server.currentStatistics.members == 2)
         // Each learned its address as the rendezvous saw it.
-        #expect(bed.network.hosts[friend].machine.client.reflexiveAddress == bed.network.hosts[friend].address)
+        #expect(bed.network.hosts[friend].machine.client.room.reflexiveAddress == bed.network.hosts[friend].address)
     }
 
     @Test("A member that leaves is gone from the others at once; one that falls silent, after the member timeout")
@@ -48,7 +48,7 @@ struct RoomTests {
         #expect(bed.network.run(for: .seconds(20)) { $0.hosts[1].members.isEmpty })
         let gone = bed.network.now - silent
         #expect(gone >= .seconds(8) && gone <= .seconds(11))
-        #expect(bed.network.hosts[0].serverEvents.contains(.memberLeft(bed.network.hosts[1].machine.client.room!, peerID: 3, timedOut: true)))
+        #expect(bed.network.hosts[0].serverEvents.contains(.memberLeft(bed.network.hosts[1].machine.client.room.room!, peerID: 3, timedOut: true)))
     }
 
     @Test("A wrong code fails with its own error; guessing is limited per source, not for others")

@@ -41,7 +41,7 @@ import NIOCore
         self.init(
             receive: { datagram, source in
                 if let first = datagram.getInteger(at: datagram.readerIndex, as: UInt8.self), ownFirstBytes.contains(first) {
-                    driver.receive(datagram, from: source)
+                    driver.receive(datagram, from: tenant.translate(source: source))
                 } else if let (inner, from) = tenant.receive(datagram, from: source) {
                     driver.receive(inner, from: from)
                 }

@@ -10,8 +10,9 @@ import NIOCore
     /// The event loop of the socket the tenant shares (the owner binds the socket on it).
     var eventLoop: EventLoop { get }
 
-    /// Starts writing the tenant's own datagrams to `socket` (which the tenant must not close).
-    func attach(_ socket: any DatagramSocket<SocketAddress>)
+    /// Starts writing the tenant's own datagrams to `socket` (which the tenant must not close),
+    /// bound at `localAddress`.
+    func attach(_ socket: any DatagramSocket<SocketAddress>, localAddress: SocketAddress?)
 
     /// A datagram whose first byte is not the own machine's. Returns a datagram for the own
     /// machine carried inside it (a relayed one, unwrapped) and the source to give it; nil when
@@ -21,11 +22,16 @@ import NIOCore
     /// A read batch ended, or the socket became writable again: the tenant runs its cycle.
     func receiveComplete()
 
-    /// Whether `destination` is one of the tenant's virtual addresses.
-    func carries(_ destination: SocketAddress) -> Bool
+    /// Where the own machine's datagrams to `destination` go: as they are (an ordinary address),
+    /// straight to another address (a virtual one with a direct path), or to the tenant.
+    func route(_ destination: SocketAddress) -> TenantRoute
 
-    /// Takes the own machine's datagram to a virtual destination. Called for each such datagram
-    /// of a batch, then ``carryComplete()`` once.
+    /// The source to give the own machine for its datagram from `source` (the virtual address
+    /// of a direct path's far end, else `source`).
+    func translate(source: SocketAddress) -> SocketAddress
+
+    /// Takes the own machine's datagram to a virtual destination that ``route(_:)`` said the
+    /// tenant carries. Called for each such datagram of a batch, then ``carryComplete()`` once.
     func carry(_ datagram: ByteBuffer, to destination: SocketAddress)
 
     /// The datagrams of one batch are all handed over: the tenant sends them now (the socket
@@ -35,6 +41,16 @@ import NIOCore
     /// The socket is closing: the tenant says its last words (a goodbye to its server) and
     /// stops. The socket closes when the future completes.
     func close() -> EventLoopFuture<Void>
+}
+
+/// Where a datagram of a socket's own machine goes (``SocketTenant/route(_:)``).
+@_spi(Machine) public enum TenantRoute: Sendable, Equatable {
+    /// An ordinary address: sent as it is.
+    case own
+    /// A virtual address the tenant has a direct path for: sent there instead.
+    case direct(SocketAddress)
+    /// A virtual address the tenant carries (through its relay).
+    case carried
 }
 
 /// The own machine's side of a socket with a tenant: datagrams to the tenant's virtual
@@ -55,19 +71,26 @@ import NIOCore
     public var allocator: ByteBufferAllocator { self.base.allocator }
 
     public func write(_ batch: TransmitBatch<SocketAddress>, written: EventLoopPromise<Void>?) -> [SocketAddress] {
-        guard batch.datagrams.contains(where: { self.tenant.carries($0.destination) }) else {
-            return self.base.write(batch, written: written)
-        }
         var kept = TransmitBatch<SocketAddress>(buffer: batch.buffer)
+        var carried = false
+        var changed = false
         for index in batch.datagrams.indices {
-            let datagram = batch.datagrams[index]
-            if self.tenant.carries(datagram.destination) {
-                self.tenant.carry(batch.bytes(of: index), to: datagram.destination)
-            } else {
+            var datagram = batch.datagrams[index]
+            switch self.tenant.route(datagram.destination) {
+            case .own:
                 kept.datagrams.append(datagram)
+            case .direct(let address):
+                datagram.destination = address
+                kept.datagrams.append(datagram)
+                changed = true
+            case .carried:
+                self.tenant.carry(batch.bytes(of: index), to: datagram.destination)
+                carried = true
+                changed = true
             }
         }
-        self.tenant.carryComplete()
+        if carried { self.tenant.carryComplete() }
+        guard changed else { return self.base.write(batch, written: written) }
         guard !kept.datagrams.isEmpty else {
             written?.succeed()
             return []
@@ -76,7 +99,11 @@ import NIOCore
     }
 
     public func isRoutable(_ destination: SocketAddress) -> Bool {
-        self.tenant.carries(destination) || self.base.isRoutable(destination)
+        switch self.tenant.route(destination) {
+        case .own: self.base.isRoutable(destination)
+        case .direct(let address): self.base.isRoutable(address)
+        case .carried: true
+        }
     }
 
     public func close() -> EventLoopFuture<Void> {

@@ -43,6 +43,7 @@ package struct RoomClient: DatagramMachine {
     }
 
     enum Phase: Equatable {
+        case idle
         case registering(since: NIODeadline)
         case member
         case leaving
@@ -113,10 +114,20 @@ package struct RoomClient: DatagramMachine {
         self.clock = clock
         self.random = random
         self.record = configuration.record
+        self.phase = .idle
+        self.lastHeard = now
+    }
+
+    /// Registers (once): called when the socket is there and the record complete.
+    package mutating func start(now: NIODeadline) {
+        guard self.phase == .idle else { return }
         self.phase = .registering(since: now)
         self.lastHeard = now
         self.register(now: now)
     }
+
+    /// This member's record as it is now.
+    package var ownRecord: MemberRecord { self.record }
 
     private var rendezvousAddress: SocketAddress { self.configuration.rendezvous[self.instance % self.configuration.rendezvous.count] }
 
@@ -124,6 +135,10 @@ package struct RoomClient: DatagramMachine {
 
     /// Leaves the room (the rendezvous tells the others at once).
     package mutating func leave(now: NIODeadline) {
+        guard self.phase != .idle else {
+            self.phase = .done
+            return
+        }
         guard self.phase == .member, let room, let token else {
             self.finish(.left)
             return
@@ -177,6 +192,12 @@ package struct RoomClient: DatagramMachine {
         }
         self.statistics.relayedIn += 1
         return (datagram.getSlice(at: datagram.readerIndex + RelayMessage.dataHeaderSize, length: datagram.readableBytes - RelayMessage.dataHeaderSize)!, peer)
+    }
+
+    /// Whether a STUN datagram answers this client's binding request (else it is a peer's check).
+    package func isReflexiveAnswer(_ datagram: ByteBuffer) -> Bool {
+        guard let transaction = self.stunTransaction else { return false }
+        return STUNBinding.mappedAddress(in: datagram, transactionID: transaction) != nil
     }
 
     // MARK: - DatagramMachine
@@ -472,7 +493,7 @@ package struct RoomClient: DatagramMachine {
     }
 
     package var nextDeadline: NIODeadline? {
-        guard self.phase != .done else { return nil }
+        guard self.phase != .done, self.phase != .idle else { return nil }
         var deadline: NIODeadline? = self.retryAt
         deadline = deadline.earliest(self.registration?.nextSend)
         deadline = deadline.earliest(self.leaveRequest?.nextSend)

@@ -57,6 +57,8 @@ public enum RoomEvent: Sendable, Equatable {
     case failed(RoomError)
     /// Left the room (after ``RoomClient/leave(now:)``).
     case left
+    /// The transport's datagrams to a member now take this path.
+    case pathChanged(UInt32, OnlinePath)
 }
 
 /// Addresses that stand for room members inside the transport (PROTOCOL §18.6): in RFC 6666's

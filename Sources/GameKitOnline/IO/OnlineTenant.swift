@@ -1,46 +1,108 @@
 import Crypto
 @_spi(Machine) import GameKitMachine
-import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
-/// A session's room membership on the session's own socket (PROTOCOL §18): the room client runs
-/// on the package's driver as the socket's tenant, beside the transport. It registers in the
-/// room, carries the transport's datagrams to member addresses (``MemberAddress``) through the
-/// relay, and hands relayed datagrams back to the transport as coming from the member's address.
+/// A session's room membership on the session's own socket (PROTOCOL §18): the room client and
+/// the members' direct paths (``OnlineMachine``) run on the package's driver as the socket's
+/// tenant, beside the transport. The transport's datagrams to member addresses
+/// (``MemberAddress``) go straight to the member once a direct path is found, else through the
+/// relay; what arrives from either reaches the transport as from the member's address.
 @_spi(Machine) public final class OnlineTenant: SocketTenant, @unchecked Sendable {
     public let eventLoop: EventLoop
-    private let driver: DatagramDriver<RoomClient>
+    private let driver: DatagramDriver<OnlineMachine>
+    /// The direct paths, readable per datagram without the driver's lock.
+    private let routes = NIOLockedValueBox(Routes())
     /// How long closing waits for the goodbye to leave.
     static let closeFlushLimit = TimeAmount.milliseconds(200)
 
+    struct Routes {
+        var direct: [UInt32: SocketAddress] = [:]
+        var members: [SocketAddress: UInt32] = [:]
+    }
+
     /// A room client for `request` in the session `sessionKey`, reporting on `eventLoop` (the
     /// one the session's socket is then bound on). Nothing is sent before the socket is attached.
+    /// `directPaths` false: members are reached through the relay only.
     public init(
-        rendezvous: [SocketAddress], sessionKey: UInt64, request: RoomRequest, record: MemberRecord, eventLoop: EventLoop,
-        onEvent: @escaping @Sendable (RoomEvent) -> Void
+        rendezvous: [SocketAddress], sessionKey: UInt64, request: RoomRequest, record: MemberRecord, directPaths: Bool = true,
+        eventLoop: EventLoop, onEvent: @escaping @Sendable (RoomEvent) -> Void
     ) {
         self.eventLoop = eventLoop
+        var random = MachineRandom.system()
         let configuration = RoomClient.Configuration(rendezvous: rendezvous, sessionKey: sessionKey, request: request, record: record)
-        let machine = RoomClient(configuration: configuration, clock: .system(), now: .now())
-        self.driver = DatagramDriver(machine: machine, eventLoop: eventLoop, deliver: onEvent)
+        let room = RoomClient(configuration: configuration, clock: .system(), now: .now(), random: random.split())
+        let paths = directPaths
+            ? MemberPaths(
+                configuration: .init(
+                    localPeerID: record.peerID, localUfrag: Self.token(8, &random), localPassword: Self.token(24, &random), socketAcceptsIPv6: true),
+                random: random.split())
+            : nil
+        let routes = self.routes
+        self.driver = DatagramDriver(machine: OnlineMachine(room: room, paths: paths, random: random.split()), eventLoop: eventLoop) { event in
+            if case .pathChanged(let peer, let path) = event {
+                routes.withLockedValue { routes in
+                    if let old = routes.direct.removeValue(forKey: peer) { routes.members[old] = nil }
+                    if case .direct(let address) = path {
+                        routes.direct[peer] = address
+                        routes.members[address.unmappingIPv4] = peer
+                    }
+                }
+            }
+            onEvent(event)
+        }
+    }
+
+    /// `count` random letters and digits (ICE's ufrag and password alphabet, RFC 8445 §5.3).
+    private static func token(_ count: Int, _ random: inout MachineRandom) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<count).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
     }
 
     // MARK: - SocketTenant
 
-    public func attach(_ socket: any DatagramSocket<SocketAddress>) {
+    public func attach(_ socket: any DatagramSocket<SocketAddress>, localAddress: SocketAddress?) {
+        let candidates = localAddress.map(Self.hostCandidates(for:)) ?? []
+        _ = self.driver.perform { machine, now in machine.start(hostCandidates: candidates, now: now) }
         self.driver.attach(socket)
+    }
+
+    /// The addresses this socket can be reached at on its own interfaces: the bound address, or
+    /// for a wildcard, each interface's (not loopback or link-local ones), with its port.
+    static func hostCandidates(for local: SocketAddress) -> [SocketAddress] {
+        guard let port = local.port else { return [] }
+        let wildcard = local.packedBytes.map { $0.allSatisfy { $0 == 0 } } ?? false
+        guard wildcard else { return Self.isUsable(local) ? [local] : [] }
+        let acceptsIPv6 = local.protocol == .inet6
+        var found: [SocketAddress] = []
+        for device in (try? System.enumerateDevices()) ?? [] {
+            guard var address = device.address, Self.isUsable(address) else { continue }
+            if address.protocol == .inet6, !acceptsIPv6 { continue }
+            address.port = port
+            if !found.contains(address) { found.append(address) }
+        }
+        return found
+    }
+
+    private static func isUsable(_ address: SocketAddress) -> Bool {
+        guard let bytes = address.packedBytes else { return false }
+        if bytes.count == 4 { return bytes[0] != 127 && !(bytes[0] == 169 && bytes[1] == 254) && bytes[0] != 0 }
+        let loopback = bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
+        let linkLocal = bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
+        return !loopback && !linkLocal && !bytes.allSatisfy { $0 == 0 }
     }
 
     public func receive(_ datagram: ByteBuffer, from source: SocketAddress) -> (ByteBuffer, SocketAddress)? {
         // A dual-stack socket reports IPv4 senders as IPv4-mapped IPv6 addresses: the room
-        // client knows the rendezvous and relay by their IPv4 addresses.
+        // client knows the rendezvous, the relay and members by their IPv4 addresses.
         let source = source.unmappingIPv4
         guard datagram.getInteger(at: datagram.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue else {
             self.driver.receive(datagram, from: source)
             return nil
         }
-        guard let (payload, peer) = self.driver.withLockedMachine({ $0.unwrap(datagram, from: source) }) else { return nil }
+        let now = self.eventLoop.now
+        guard let (payload, peer) = self.driver.withLockedMachine({ $0.unwrap(datagram, from: source, now: now) }) else { return nil }
         return (payload, MemberAddress.of(peer))
     }
 
@@ -48,13 +110,20 @@ import NIOCore
         self.driver.runCycle()
     }
 
-    public func carries(_ destination: SocketAddress) -> Bool {
-        MemberAddress.peer(of: destination) != nil
+    public func route(_ destination: SocketAddress) -> TenantRoute {
+        guard let peer = MemberAddress.peer(of: destination) else { return .own }
+        if let direct = self.routes.withLockedValue({ $0.direct[peer] }) { return .direct(direct) }
+        return .carried
+    }
+
+    public func translate(source: SocketAddress) -> SocketAddress {
+        let peer = self.routes.withLockedValue { routes in routes.members.isEmpty ? nil : routes.members[source.unmappingIPv4] }
+        return peer.map(MemberAddress.of) ?? source
     }
 
     public func carry(_ datagram: ByteBuffer, to destination: SocketAddress) {
         guard let peer = MemberAddress.peer(of: destination) else { return }
-        self.driver.withLockedMachine { $0.carry(datagram, to: peer) }
+        _ = self.driver.perform { machine, now in machine.carry(datagram, to: peer, now: now) }
     }
 
     public func carryComplete() {
@@ -64,7 +133,7 @@ import NIOCore
     public func close() -> EventLoopFuture<Void> {
         let promise = self.eventLoop.makePromise(of: Void.self)
         promise.completeWithTask {
-            _ = await self.driver.shutdown(flushLimit: Self.closeFlushLimit) { client, now in client.leave(now: now) }
+            _ = await self.driver.shutdown(flushLimit: Self.closeFlushLimit) { machine, now in machine.leave(now: now) }
         }
         return promise.futureResult
     }
@@ -73,12 +142,17 @@ import NIOCore
 
     /// Changes this member's record (the others are told).
     public func update(_ change: (inout MemberRecord) -> Void) {
-        _ = self.driver.perform { client, now in client.update(change, now: now) }
+        _ = self.driver.perform { machine, now in machine.update(change, now: now) }
     }
 
     /// The room's code, once known.
-    public var code: RoomCode? { self.driver.read(\.code) }
+    public var code: RoomCode? { self.driver.read(\.room.code) }
 
     /// Whether the relay carries for this session now.
-    public var relayReady: Bool { self.driver.read(\.relayReady) }
+    public var relayReady: Bool { self.driver.read(\.room.relayReady) }
+
+    /// How the transport's datagrams to `peer` travel now.
+    public func path(to peer: UInt32) -> OnlinePath {
+        self.routes.withLockedValue { $0.direct[peer] }.map(OnlinePath.direct) ?? .relayed
+    }
 }

@@ -27,6 +27,9 @@ public struct MemberRecord: Equatable, Sendable {
     public static let maximumKeyBytes = 32
     /// Most candidates carried.
     public static let maximumCandidates = 8
+    /// Longest ICE username fragment and password, in bytes.
+    public static let maximumUfragBytes = 32
+    public static let maximumPasswordBytes = 64
 
     /// The member's peer ID (Game Kit's 32-bit number).
     public var peerID: UInt32
@@ -41,10 +44,14 @@ public struct MemberRecord: Equatable, Sendable {
     /// Whether the member is busy (connecting to a peer, as the LAN advertisement says).
     public var isBusy: Bool
     public var candidates: [Candidate]
+    /// The short-term credentials others check a direct path to the member with (ICE's
+    /// username fragment and password, RFC 8445 §5.3); empty when it takes no direct path.
+    public var iceUfrag: String
+    public var icePassword: String
 
     public init(
         peerID: UInt32, version: UInt16 = 1, displayName: String, keyShare: [UInt8] = [], isVisible: Bool = true, isBusy: Bool = false,
-        candidates: [Candidate] = []
+        candidates: [Candidate] = [], iceUfrag: String = "", icePassword: String = ""
     ) {
         self.peerID = peerID
         self.version = version
@@ -53,6 +60,8 @@ public struct MemberRecord: Equatable, Sendable {
         self.isVisible = isVisible
         self.isBusy = isBusy
         self.candidates = candidates
+        self.iceUfrag = iceUfrag
+        self.icePassword = icePassword
     }
 
     func write(into buffer: inout ByteBuffer) {
@@ -69,6 +78,8 @@ public struct MemberRecord: Equatable, Sendable {
             buffer.writeInteger(candidate.kind.rawValue)
             WireAddress.write(candidate.address, into: &buffer)
         }
+        buffer.writeShortText(self.iceUfrag, limit: Self.maximumUfragBytes)
+        buffer.writeShortText(self.icePassword, limit: Self.maximumPasswordBytes)
     }
 
     static func read(from buffer: inout ByteBuffer) throws(OnlineDecodingError) -> MemberRecord {
@@ -89,8 +100,10 @@ public struct MemberRecord: Equatable, Sendable {
             guard let address = try WireAddress.read(from: &buffer) else { throw .invalidValue("candidate without address") }
             candidates.append(Candidate(kind: kind, address: address))
         }
+        let ufrag = try buffer.readShortText(limit: Self.maximumUfragBytes)
+        let password = try buffer.readShortText(limit: Self.maximumPasswordBytes)
         return MemberRecord(
             peerID: peerID, version: version, displayName: name, keyShare: key, isVisible: flags & 1 != 0, isBusy: flags & 2 != 0,
-            candidates: candidates)
+            candidates: candidates, iceUfrag: ufrag, icePassword: password)
     }
 }

@@ -67,7 +67,7 @@ public enum RendezvousMessage: Equatable, Sendable {
 
     /// Registrations are padded to this many bytes, so that no answer is larger than what asked
     /// for it (a forged source address gains nothing; PROTOCOL §18.7).
-    public static let registrationSize = 400
+    public static let registrationSize = 480
     /// The Ed25519 public key size (a relay ticket's holder key).
     public static let holderKeySize = 32
     /// Most members a roster lists (and so a room holds).

@@ -59,7 +59,7 @@ final class EndpointCore: @unchecked Sendable {
         self.socketBox.withLockedValue { $0 = socket }
         if let tenant = self.tenant {
             self.driver.attach(TenantRoutedSocket(base: socket, tenant: tenant))
-            tenant.attach(BorrowedSocket(socket, eventLoop: self.eventLoop))
+            tenant.attach(BorrowedSocket(socket, eventLoop: self.eventLoop), localAddress: channel.localAddress)
         } else {
             self.driver.attach(socket)
         }

@@ -112,6 +112,9 @@ struct ICEAgent: Sendable {
         self.nextCheck = now
     }
 
+    /// The running consent check's transaction ID.
+    var consentTransactionID: [UInt8]? { self.consent?.transactionID }
+
     var selectedPair: Pair? {
         guard case .selected(let base, let remote) = self.state else { return nil }
         return self.pairs.first { $0.base == base && $0.remote == remote }

@@ -28,6 +28,13 @@ package enum STUNBinding {
         return (ByteBuffer(bytes: request.encoded(fingerprint: true)), id)
     }
 
+    /// A binding indication (no answer expected): an online session sends one through its
+    /// relay to a member to say "check a direct path to me now".
+    package static func indication(random: inout MachineRandom) -> ByteBuffer {
+        let message = STUNMessage(.binding, .indication, transactionID: STUNMessage.randomTransactionID(using: &random))
+        return ByteBuffer(bytes: message.encoded(fingerprint: true))
+    }
+
     /// The mapped address in a success answer to the request `transactionID`, or nil.
     package static func mappedAddress(in datagram: ByteBuffer, transactionID: [UInt8]) -> SocketAddress? {
         guard let decoded = try? STUNMessage.decode(Array(datagram.readableBytesView)),

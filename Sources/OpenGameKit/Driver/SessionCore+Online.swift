@@ -22,6 +22,8 @@ struct OnlineState {
     var members: [UInt32: MemberRecord] = [:]
     var lan: [UInt32: LANSighting] = [:]
     var codeWaiters: [CheckedContinuation<Result<String, GKSessionError>, Never>] = []
+    /// The room client on the transport's socket.
+    var tenant: OnlineTenant?
 }
 
 extension SessionCore {
@@ -46,11 +48,14 @@ extension SessionCore {
             peerID: self.identity.peerID, displayName: self.identity.displayName, keyShare: livenessPublicKey,
             isVisible: self.identity.mode != .client)
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        return OnlineTenant(
-            rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record, eventLoop: eventLoop
+        let tenant = OnlineTenant(
+            rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record,
+            directPaths: online.directPaths, eventLoop: eventLoop
         ) { [weak self] event in
             self?.handle(event)
         }
+        self.lock.withLock { self.online.tenant = tenant }
+        return tenant
     }
 
     /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread).
@@ -136,6 +141,12 @@ extension SessionCore {
                 }
                 self.logger.warning("not in the room", metadata: ["reason": "\(error)"])
                 machine.notify(.failed(.cannotEnableError))
+            case .pathChanged(let peer, let path):
+                let name = machine.displayName(of: peer) ?? "\(peer)"
+                switch path {
+                case .direct(let address): self.logger.info("direct path", metadata: ["peer": "\(name) (\(peer))", "address": "\(address)"])
+                case .relayed: self.logger.info("through the relay", metadata: ["peer": "\(name) (\(peer))"])
+                }
             case .left:
                 break
             }
@@ -199,6 +210,10 @@ extension SessionCore {
     func path(to peerID: UInt32) -> GKSession.PeerPath? {
         guard let link = self.read({ $0.peers[peerID]?.link }) else { return nil }
         guard let address = self.transportLinkAddress(link) else { return nil }
-        return MemberAddress.peer(of: address) == nil ? .lan : .relayed
+        guard let member = MemberAddress.peer(of: address) else { return .lan }
+        switch self.lock.withLock({ self.online.tenant })?.path(to: member) {
+        case .direct?: return .direct
+        case .relayed?, nil: return .relayed
+        }
     }
 }

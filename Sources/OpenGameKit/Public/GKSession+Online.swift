@@ -22,15 +22,20 @@ extension GKSession.Configuration {
         /// Whether peers on the local network are found too, by multicast DNS (default true).
         /// False: the session is seen by, and sees, members of its room only.
         public var alsoNearby: Bool
+        /// Whether the session looks for direct paths to members (NAT traversal, default true).
+        /// False: everything goes through the relay, and members never learn this machine's
+        /// addresses.
+        public var directPaths: Bool
 
-        public init(rendezvous: String, room: Room, alsoNearby: Bool = true) {
-            self.init(rendezvous: [rendezvous], room: room, alsoNearby: alsoNearby)
+        public init(rendezvous: String, room: Room, alsoNearby: Bool = true, directPaths: Bool = true) {
+            self.init(rendezvous: [rendezvous], room: room, alsoNearby: alsoNearby, directPaths: directPaths)
         }
 
-        public init(rendezvous: [String], room: Room, alsoNearby: Bool = true) {
+        public init(rendezvous: [String], room: Room, alsoNearby: Bool = true, directPaths: Bool = true) {
             self.rendezvous = rendezvous
             self.room = room
             self.alsoNearby = alsoNearby
+            self.directPaths = directPaths
         }
 
         /// The default port of `gk-rendezvous`.

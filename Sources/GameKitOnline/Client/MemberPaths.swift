@@ -1,0 +1,188 @@
+import DequeModule
+@_spi(Machine) import GameKitMachine
+@_spi(Machine) import GameKitTraversal
+import NIOCore
+
+/// Direct paths to room members (PROTOCOL §18.9): ICE connectivity checks on the session's own
+/// socket, started when the transport first sends to a member (or the member checks first),
+/// and consent on the address found. Until a direct path is selected, and again once it stops
+/// answering, the member is reached through the relay. Sans-I/O.
+package struct MemberPaths {
+    package struct Path {
+        var checker: ConnectivityChecker?
+        var route = OnlinePath.relayed
+        /// After a failure, no new checks before this.
+        var retryAt: NIODeadline?
+    }
+
+    package struct Configuration: Sendable {
+        package var localPeerID: UInt32
+        package var localUfrag: String
+        package var localPassword: String
+        package var socketAcceptsIPv6: Bool
+        package var timing = ConnectivityChecker.Timing()
+        /// How long after a failed or lost path checks may start again.
+        package var retryDelay = TimeAmount.seconds(15)
+
+        package init(localPeerID: UInt32, localUfrag: String, localPassword: String, socketAcceptsIPv6: Bool) {
+            self.localPeerID = localPeerID
+            self.localUfrag = localUfrag
+            self.localPassword = localPassword
+            self.socketAcceptsIPv6 = socketAcceptsIPv6
+        }
+    }
+
+    let configuration: Configuration
+    private var records: [UInt32: MemberRecord] = [:]
+    private(set) var paths: [UInt32: Path] = [:]
+    private var random: MachineRandom
+    private var outbox = Deque<(SocketAddress, ByteBuffer)>()
+    private(set) var events = Deque<(UInt32, OnlinePath)>()
+    /// Members to tell, through the relay, to check a path to this side now (both sides must
+    /// send for their NATs to let the other's checks in).
+    private(set) var invitations = Deque<UInt32>()
+    /// STUN requests for no member (wrong or unknown credentials).
+    private(set) var strayChecks = 0
+
+    package init(configuration: Configuration, random: MachineRandom) {
+        self.configuration = configuration
+        self.random = random
+    }
+
+    // MARK: - Members
+
+    mutating func memberChanged(_ record: MemberRecord) {
+        self.records[record.peerID] = record
+        if var path = self.paths[record.peerID], path.checker != nil {
+            Self.addCandidates(of: record, to: &path.checker!)
+            self.paths[record.peerID] = path
+        }
+    }
+
+    mutating func memberLeft(_ peer: UInt32) {
+        self.records[peer] = nil
+        if let path = self.paths.removeValue(forKey: peer), path.route != .relayed {
+            self.events.append((peer, .relayed))
+        }
+    }
+
+    /// The transport sends to `peer` (through the relay), or the member asked: start checking a
+    /// direct path, unless one is being checked, was found, or failed recently. Checks this side
+    /// starts of its own accord come with an invitation to the member to check too.
+    mutating func wanted(_ peer: UInt32, invited: Bool = false, now: NIODeadline) {
+        if let path = self.paths[peer] {
+            guard path.checker == nil, path.retryAt.map({ $0 <= now }) ?? true else { return }
+        }
+        if self.startChecks(peer, now: now), !invited { self.invitations.append(peer) }
+    }
+
+    /// The next member to invite to check.
+    mutating func pollInvitation() -> UInt32? {
+        self.invitations.popFirst()
+    }
+
+    @discardableResult
+    private mutating func startChecks(_ peer: UInt32, now: NIODeadline) -> Bool {
+        guard let record = self.records[peer], !record.iceUfrag.isEmpty, !record.icePassword.isEmpty, !record.candidates.isEmpty else { return false }
+        var checker = ConnectivityChecker(
+            controlling: self.configuration.localPeerID < peer,
+            credentials: .init(
+                localUfrag: self.configuration.localUfrag, localPassword: self.configuration.localPassword, remoteUfrag: record.iceUfrag,
+                remotePassword: record.icePassword),
+            timing: self.configuration.timing, socketAcceptsIPv6: self.configuration.socketAcceptsIPv6, now: now, random: self.random.split())
+        Self.addCandidates(of: record, to: &checker)
+        var path = self.paths[peer] ?? Path()
+        path.checker = checker
+        path.retryAt = nil
+        self.paths[peer] = path
+        self.run(peer, now: now)
+        return true
+    }
+
+    private static func addCandidates(of record: MemberRecord, to checker: inout ConnectivityChecker) {
+        checker.addRemote(
+            host: record.candidates.filter { $0.kind == .host }.map(\.address),
+            serverReflexive: record.candidates.filter { $0.kind == .serverReflexive }.map(\.address))
+    }
+
+    /// Where the transport's datagrams to `peer` go now.
+    func route(to peer: UInt32) -> OnlinePath { self.paths[peer]?.route ?? .relayed }
+
+    // MARK: - Datagrams
+
+    /// A STUN datagram that is not the rendezvous's answer: a member's check or an answer to one
+    /// of ours. Returns whether a member's checker took it.
+    mutating func handleSTUN(_ datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) -> Bool {
+        if let username = ConnectivityChecker.username(of: datagram) {
+            // A check: its USERNAME names us and the member ("ours:theirs").
+            let parts = username.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0] == self.configuration.localUfrag,
+                let peer = self.records.first(where: { $0.value.iceUfrag == parts[1] })?.key
+            else {
+                self.strayChecks += 1
+                return false
+            }
+            if self.paths[peer]?.checker == nil, !self.startChecks(peer, now: now) {
+                self.strayChecks += 1
+                return false
+            }
+            let taken = self.paths[peer]!.checker!.receive(datagram, from: source, now: now)
+            self.run(peer, now: now)
+            return taken
+        }
+        for peer in self.paths.keys.sorted() where self.paths[peer]?.checker != nil {
+            if self.paths[peer]!.checker!.receive(datagram, from: source, now: now) {
+                self.run(peer, now: now)
+                return true
+            }
+        }
+        return false
+    }
+
+    mutating func handleTimeout(now: NIODeadline) {
+        for peer in self.paths.keys.sorted() where self.paths[peer]?.checker != nil {
+            if let deadline = self.paths[peer]!.checker!.nextDeadline, deadline <= now {
+                self.paths[peer]!.checker!.handleTimeout(now: now)
+            }
+            self.run(peer, now: now)
+        }
+    }
+
+    /// Collects a checker's datagrams and follows its state.
+    private mutating func run(_ peer: UInt32, now: NIODeadline) {
+        guard var path = self.paths[peer], var checker = path.checker else { return }
+        while let (destination, bytes) = checker.pollTransmit() { self.outbox.append((destination, bytes)) }
+        let route: OnlinePath
+        switch checker.state {
+        case .checking:
+            route = path.route
+        case .selected(let address):
+            route = .direct(address)
+        case .failed, .consentLost:
+            // Back to the relay; checks may start again later.
+            route = .relayed
+            path.checker = nil
+            path.retryAt = now + self.configuration.retryDelay
+        }
+        if path.checker != nil { path.checker = checker }
+        if route != path.route {
+            path.route = route
+            self.events.append((peer, route))
+        }
+        self.paths[peer] = path
+    }
+
+    mutating func pollTransmit() -> (SocketAddress, ByteBuffer)? {
+        self.outbox.popFirst()
+    }
+
+    mutating func pollEvent() -> (UInt32, OnlinePath)? {
+        self.events.popFirst()
+    }
+
+    var nextDeadline: NIODeadline? {
+        var deadline: NIODeadline?
+        for path in self.paths.values { deadline = deadline.earliest(path.checker?.nextDeadline) }
+        return deadline
+    }
+}

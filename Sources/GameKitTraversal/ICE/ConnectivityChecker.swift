@@ -1,0 +1,113 @@
+@_spi(Machine) import GameKitMachine
+import NIOCore
+
+/// ICE connectivity checks and consent between this socket and one peer's candidates, for
+/// machines outside this module that share their socket with STUN (an online session checks a
+/// direct path to each room member it talks to). A thin face of ``ICEAgent``: socket base only,
+/// datagrams as `ByteBuffer`, addresses as `SocketAddress`.
+package struct ConnectivityChecker: Sendable {
+    package enum State: Equatable, Sendable {
+        case checking
+        /// The peer answers at this address: send there.
+        case selected(SocketAddress)
+        /// Every pair failed (no direct path, for now).
+        case failed
+        /// The selected address stopped answering consent checks.
+        case consentLost
+    }
+
+    /// Short-term credentials (ICE's ufrag and password) of both sides.
+    package struct Credentials: Sendable, Equatable {
+        package var localUfrag: String
+        package var localPassword: String
+        package var remoteUfrag: String
+        package var remotePassword: String
+
+        package init(localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String) {
+            self.localUfrag = localUfrag
+            self.localPassword = localPassword
+            self.remoteUfrag = remoteUfrag
+            self.remotePassword = remotePassword
+        }
+    }
+
+    /// Consent timing: checks every `interval` (±20 %), lost after `timeout` unanswered.
+    package struct Timing: Sendable {
+        package var consentInterval: TimeAmount
+        package var consentTimeout: TimeAmount
+        package init(consentInterval: TimeAmount = .milliseconds(1500), consentTimeout: TimeAmount = .seconds(5)) {
+            self.consentInterval = consentInterval
+            self.consentTimeout = consentTimeout
+        }
+    }
+
+    private var agent: ICEAgent
+
+    package init(controlling: Bool, credentials: Credentials, timing: Timing = .init(), socketAcceptsIPv6: Bool, now: NIODeadline, random: MachineRandom) {
+        var configuration = ICEAgent.Configuration()
+        configuration.consentInterval = timing.consentInterval
+        configuration.consentTimeout = timing.consentTimeout
+        self.agent = ICEAgent(
+            role: controlling ? .controlling : .controlled,
+            credentials: .init(
+                localUfrag: credentials.localUfrag, localPassword: credentials.localPassword, remoteUfrag: credentials.remoteUfrag,
+                remotePassword: credentials.remotePassword),
+            configuration: configuration, socketAcceptsIPv6: socketAcceptsIPv6, now: now, random: random)
+    }
+
+    /// Adds the peer's candidates: host ones (its interfaces) and server-reflexive ones (its NAT).
+    package mutating func addRemote(host: [SocketAddress], serverReflexive: [SocketAddress]) {
+        let candidates = host.compactMap { TraversalAddress($0).map { ICECandidate(kind: .host, address: $0) } }
+            + serverReflexive.compactMap { TraversalAddress($0).map { ICECandidate(kind: .serverReflexive, address: $0) } }
+        self.agent.addRemote(candidates)
+    }
+
+    package var state: State {
+        switch self.agent.state {
+        case .checking: self.agent.allPairsFailed ? .failed : .checking
+        case .selected(_, let remote): .selected(remote.socketAddress)
+        case .consentLost: .consentLost
+        }
+    }
+
+    /// Whether a binding request's USERNAME names this pair (`localUfrag:remoteUfrag`).
+    package static func username(of datagram: ByteBuffer) -> String? {
+        guard let decoded = try? STUNMessage.decode(Array(datagram.readableBytesView)), decoded.message.messageClass == .request else { return nil }
+        return decoded.message.attribute(.username)?.stringValue
+    }
+
+    /// The USERNAME a request to this side carries.
+    package var expectedUsername: String { "\(self.agent.credentials.localUfrag):\(self.agent.credentials.remoteUfrag)" }
+
+    /// Takes a STUN datagram from `source`: false when it is not this checker's (a response to
+    /// another's transaction).
+    package mutating func receive(_ datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) -> Bool {
+        guard let decoded = try? STUNMessage.decode(Array(datagram.readableBytesView)), let from = TraversalAddress(source) else { return false }
+        if decoded.message.messageClass == .success || decoded.message.messageClass == .error {
+            guard self.agent.owns(transactionID: decoded.message.transactionID) else { return false }
+        }
+        return self.agent.receive(decoded, from: from, base: .socket, now: now)
+    }
+
+    package mutating func handleTimeout(now: NIODeadline) {
+        self.agent.handleTimeout(now: now)
+    }
+
+    package mutating func pollTransmit() -> (SocketAddress, ByteBuffer)? {
+        guard let output = self.agent.pollTransmit() else { return nil }
+        return (output.to.socketAddress, ByteBuffer(bytes: output.bytes))
+    }
+
+    package var nextDeadline: NIODeadline? { self.agent.nextDeadline }
+
+    /// Checks refused for wrong credentials or integrity.
+    package var rejectedChecks: Int { self.agent.rejectedChecks }
+}
+
+extension ICEAgent {
+    /// Whether a response with this transaction ID answers one of this agent's checks (or its
+    /// consent check).
+    func owns(transactionID: [UInt8]) -> Bool {
+        self.pairs.contains { $0.transaction?.transactionID == transactionID } || self.consentTransactionID == transactionID
+    }
+}

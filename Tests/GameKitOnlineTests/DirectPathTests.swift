@@ -1,0 +1,102 @@
+@_spi(Machine) import GameKitMachine
+import GameKitTraversal
+import NIOCore
+import NetworkImpairment
+import Testing
+
+@testable import GameKitOnline
+
+@Suite("Direct paths to room members")
+struct DirectPathTests {
+    static let alice = try! SocketAddress(ipAddress: "198.51.100.10", port: 4000)
+    static let bob = try! SocketAddress(ipAddress: "203.0.113.20", port: 5000)
+
+    /// Alice (peer 1) and Bob (peer 2) in one room, both relays ready; `filters`: both behind
+    /// NATs that drop what they have not sent to.
+    static func room(filters: Bool = false, bobDirect: Bool = true) throws -> OnlineTestbed {
+        var bed = OnlineTestbed()
+        let a = bed.addClient(.create, peerID: 1, address: Self.alice, directPaths: true, hostCandidates: [Self.alice], filters: filters)
+        #expect(bed.network.run(for: .seconds(5)) { $0.hosts[a].code != nil })
+        let code = try #require(bed.network.hosts[a].code)
+        let b = bed.addClient(.join(code), peerID: 2, address: Self.bob, directPaths: bobDirect, hostCandidates: [Self.bob], filters: filters)
+        #expect(bed.network.run(for: .seconds(5)) { network in
+            network.hosts[a].machine.client.room.relayReady && network.hosts[b].machine.client.room.relayReady
+                && network.hosts[a].members == [2] && network.hosts[b].members == [1]
+        })
+        return bed
+    }
+
+    static func direct(_ host: OnlineHost, to peer: UInt32) -> SocketAddress? {
+        if case .direct(let address) = host.machine.client.paths?.route(to: peer) { return address }
+        return nil
+    }
+
+    @Test("Sending to a member starts checks; both ends find the direct path", arguments: [false, true])
+    func membersFindTheDirectPath(filters: Bool) throws {
+        var bed = try Self.room(filters: filters)
+        bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "hello"))]
+        let found = bed.network.run(for: .seconds(5)) { Self.direct($0.hosts[1], to: 2) != nil && Self.direct($0.hosts[2], to: 1) != nil }
+        #expect(found)
+        #expect(Self.direct(bed.network.hosts[1], to: 2) == Self.bob)
+        #expect(Self.direct(bed.network.hosts[2], to: 1) == Self.alice)
+        #expect(bed.network.hosts[1].pathChanges.map(\.1) == [.direct(Self.bob)])
+        // The first datagram went through the relay meanwhile.
+        #expect(bed.network.hosts[2].relayedPayloads.map(\.0) == ["hello"])
+    }
+
+    @Test("A direct path that dies falls back to the relay; checks start again later")
+    func deadDirectPathsFallBack() throws {
+        var bed = try Self.room()
+        bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "hello"))]
+        #expect(bed.network.run(for: .seconds(5)) { Self.direct($0.hosts[1], to: 2) != nil && Self.direct($0.hosts[2], to: 1) != nil })
+        // From now on nothing passes between the two; the rendezvous still reaches both.
+        bed.network.interceptor = { datagram in
+            !([Self.alice, Self.bob].contains(datagram.source) && [Self.alice, Self.bob].contains(datagram.destination))
+        }
+        let cut = bed.network.now
+        #expect(bed.network.run(for: .seconds(10)) { Self.direct($0.hosts[1], to: 2) == nil && Self.direct($0.hosts[2], to: 1) == nil })
+        let fallback = bed.network.now - cut
+        #expect(fallback <= .seconds(7))
+        #expect(bed.network.hosts[1].pathChanges.last?.1 == .relayed)
+        // The relay carries at once.
+        bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "still here"))]
+        bed.network.run(for: .seconds(1)) { $0.hosts[2].relayedPayloads.count == 2 }
+        #expect(bed.network.hosts[2].relayedPayloads.map(\.0) == ["hello", "still here"])
+        // The path comes back: after the retry delay, sending to the member checks again.
+        bed.network.interceptor = nil
+        bed.network.advance(by: .seconds(15))
+        bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "again"))]
+        #expect(bed.network.run(for: .seconds(5)) { Self.direct($0.hosts[1], to: 2) != nil && Self.direct($0.hosts[2], to: 1) != nil })
+    }
+
+    @Test("A member that takes no direct path is reached through the relay only")
+    func relayOnlyMembersStayRelayed() throws {
+        var bed = try Self.room(bobDirect: false)
+        bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "hello"))]
+        bed.network.run(for: .seconds(5))
+        #expect(Self.direct(bed.network.hosts[1], to: 2) == nil)
+        #expect(bed.network.hosts[1].pathChanges.isEmpty)
+        #expect(bed.network.hosts[2].relayedPayloads.map(\.0) == ["hello"])
+    }
+
+    @Test("Checks with the wrong credentials are refused and take no path")
+    func forgedChecksAreRefused() throws {
+        var bed = try Self.room()
+        let mallory = try! SocketAddress(ipAddress: "192.0.2.66", port: 6666)
+        // A check that names the right pair but is signed with a guessed password.
+        var forger = ConnectivityChecker(
+            controlling: true,
+            credentials: .init(localUfrag: "u2", localPassword: "x", remoteUfrag: "u1", remotePassword: "not the password"),
+            socketAcceptsIPv6: true, now: bed.network.now, random: MachineRandom(seed: 9))
+        forger.addRemote(host: [Self.alice], serverReflexive: [])
+        forger.handleTimeout(now: bed.network.now)
+        let output = forger.pollTransmit()
+        let (_, check) = try #require(output)
+        bed.network.injected.append(.init(source: mallory, destination: Self.alice, bytes: check))
+        bed.network.run(for: .seconds(2))
+        // Refused, and no path to the forger's address (the check naming Bob makes Alice check
+        // Bob's real candidates, which is harmless).
+        #expect(Self.direct(bed.network.hosts[1], to: 2) != mallory)
+        #expect(bed.network.hosts[1].machine.client.paths!.paths[2]?.checker?.rejectedChecks == 1)
+    }
+}
