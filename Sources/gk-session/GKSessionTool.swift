@@ -12,7 +12,9 @@ import Glibc
 /// `gk-session`: one `GKSession` on the command line, printing one JSON line per delegate call
 /// and received message, for multi-process tests and the session benchmark. Commands on
 /// standard input: `send TEXT` (reliable, to every peer), `drop NAME` (disconnectPeer(fromAllPeers:)
-/// by display name), `leave` (disconnectFromAllPeers), `unavailable`, `quit`.
+/// by display name), `leave` (disconnectFromAllPeers), `unavailable`, `burst N PREFIX` (N reliable
+/// messages PREFIX0 … PREFIX<N-1> to every peer), `quit`. Online (`--online`): a `room` line once
+/// the room's code is known, `path` lines whenever the path to a connected peer changes.
 @main
 struct GKSessionTool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -59,6 +61,18 @@ struct GKSessionTool: AsyncParsableCommand {
     @Flag(help: "Do not stop at the end of standard input.")
     var ignoreStdin = false
 
+    @Option(help: "Meet in an online room: 'new' creates one, a code joins it.")
+    var online: String?
+
+    @Option(help: "The rendezvous for --online: HOST:PORT.")
+    var rendezvous: String = "127.0.0.1:7878"
+
+    @Flag(help: "With --online: no multicast DNS on the local network.")
+    var onlineOnly = false
+
+    @Flag(help: "With --online: no direct paths, everything through the relay.")
+    var noDirect = false
+
     func validate() throws {
         guard ["server", "client", "peer"].contains(self.mode) else { throw ValidationError("--mode must be server, client or peer") }
         guard ["accept", "deny", "none"].contains(self.answer) else { throw ValidationError("--answer must be accept, deny or none") }
@@ -68,9 +82,15 @@ struct GKSessionTool: AsyncParsableCommand {
         try NetworkSandbox.requireIsolation()
         ToolLogging.bootstrap()
         let mode: GKSessionMode = self.mode == "server" ? .server : self.mode == "client" ? .client : .peer
+        var configuration = GKSession.Configuration(relaysBetweenClients: self.relay)
+        if let online = self.online {
+            configuration.online = .init(
+                rendezvous: self.rendezvous, room: online == "new" ? .create : .join(code: online), alsoNearby: !self.onlineOnly,
+                directPaths: !self.noDirect)
+        }
         let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: mode, password: self.password,
-            configuration: GKSession.Configuration(relaysBetweenClients: self.relay))
+            configuration: configuration)
         let agent = Agent(session: session, connect: self.connect, connectTimeout: self.connectTimeout, answer: self.answer, echo: self.echo, greet: self.greet)
         session.delegateQueue = agent.queue
         session.delegate = agent
@@ -78,6 +98,16 @@ struct GKSessionTool: AsyncParsableCommand {
         session.disconnectTimeout = self.disconnectTimeout
         session.isAvailable = true
         JSONLines.line(["event": "started", "peer": session.peerID!, "name": self.name, "mode": self.mode])
+        if self.online != nil {
+            Task {
+                do {
+                    JSONLines.line(["event": "room", "code": try await session.waitForRoomCode()])
+                } catch {
+                    JSONLines.line(["event": "room-error", "reason": error.localizedDescription])
+                }
+            }
+            agent.watchPaths()
+        }
         // SIGINT, SIGTERM, SIGHUP and the end of input all say goodbye (PROTOCOL §14.8); a signal
         // then ends the process as the signal would have.
         let stop = StopCondition(signals: [])
@@ -114,6 +144,8 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
     let echo: Bool
     let greet: String?
     private var connectedOnce = false
+    /// The path last reported for each connected peer (online sessions).
+    private var paths: [String: GKSession.PeerPath] = [:]
 
     init(session: GKSession, connect: String?, connectTimeout: Double, answer: String, echo: Bool, greet: String?) {
         self.session = session
@@ -128,6 +160,11 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
         let name = session.displayName(forPeer: peerID) ?? ""
         var line: [String: Any] = ["event": "state", "peer": peerID, "name": name, "state": Self.name(of: state)]
         if state == .stateConnected, case .throughServer(let server)? = session.route(toPeer: peerID) { line["via"] = server }
+        if state == .stateConnected, let path = session.path(forPeer: peerID) {
+            line["path"] = "\(path)"
+            line["verification"] = session.verificationCode(forPeer: peerID) ?? ""
+            self.paths[peerID] = path
+        }
         JSONLines.line(line)
         if state == .stateAvailable, !self.connectedOnce, let target = self.connectTarget, target == "any" || target == name {
             self.connectedOnce = true
@@ -162,6 +199,19 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
         if self.echo { try? session.send(data, toPeers: [peer], with: .reliable) }
     }
 
+    /// Reports, every 50 ms, connected peers whose path changed (on the queue).
+    func watchPaths() {
+        self.queue.asyncAfter(deadline: .now() + 0.05) { [weak self] in
+            guard let self else { return }
+            for peer in self.session.peers(with: .stateConnected) ?? [] {
+                guard let path = self.session.path(forPeer: peer), self.paths[peer] != path else { continue }
+                self.paths[peer] = path
+                JSONLines.line(["event": "path", "peer": peer, "name": self.session.displayName(forPeer: peer) ?? "", "path": "\(path)"])
+            }
+            self.watchPaths()
+        }
+    }
+
     /// Runs one standard-input command (on the queue).
     func command(_ line: String, stop: StopCondition) {
         let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
@@ -180,6 +230,22 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
             }
         case "leave":
             self.session.disconnectFromAllPeers()
+        case "burst":
+            let words = argument.split(separator: " ", maxSplits: 1).map(String.init)
+            guard let count = words.first.flatMap({ Int($0) }), count >= 0 else {
+                JSONLines.line(["event": "unknown-command", "line": line])
+                return
+            }
+            let prefix = words.count > 1 ? words[1] : "m"
+            for index in 0..<count {
+                do {
+                    try self.session.sendData(toAllPeers: Data("\(prefix)\(index)".utf8), with: .reliable)
+                } catch {
+                    JSONLines.line(["event": "send-error", "code": (error as? GKSessionError)?.code.rawValue ?? -1, "index": index])
+                    return
+                }
+            }
+            JSONLines.line(["event": "burst-sent", "count": count])
         case "unavailable":
             self.session.isAvailable = false
         case "quit":

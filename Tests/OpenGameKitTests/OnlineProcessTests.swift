@@ -1,0 +1,73 @@
+import Foundation
+import NetworkImpairment
+import Testing
+
+/// Two gk-session processes on two private networks behind NAT routers (scripts/nat-topology)
+/// meet in a room of gk-rendezvous on the public network between them (scripts/nat-chat).
+@Suite("Online sessions across NATs", .serialized)
+struct OnlineProcessTests {
+    struct Outcome {
+        var alice: [[String: Any]]
+        var bob: [[String: Any]]
+        var rendezvous: [[String: Any]]
+
+        func events(_ side: [[String: Any]], _ name: String) -> [[String: Any]] {
+            side.filter { $0["event"] as? String == name }
+        }
+
+        /// The texts alice received, in order.
+        var received: [String] { self.events(self.alice, "data").compactMap { $0["text"] as? String } }
+
+        func paths(_ side: [[String: Any]]) -> [String] {
+            self.events(side, "path").compactMap { $0["path"] as? String }
+        }
+
+        func connected(_ side: [[String: Any]]) -> [String: Any]? {
+            self.events(side, "state").first { $0["state"] as? String == "connected" }
+        }
+    }
+
+    static let messages = 200
+
+    static func chat(topology: String) async throws -> Outcome {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-natchat-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try await SandboxScript.run(
+            """
+            scripts/nat-chat \(topology) --messages \(Self.messages) \(directory)
+            sed 's/^/A /' \(directory)/alice.jsonl; sed 's/^/B /' \(directory)/bob.jsonl; sed 's/^/R /' \(directory)/rendezvous.jsonl
+            """,
+            timeout: 120)
+        return Outcome(alice: result.objects(tagged: "A"), bob: result.objects(tagged: "B"), rendezvous: result.objects(tagged: "R"))
+    }
+
+    static var expected: [String] { (0..<Self.messages).map { "m\($0)" } + (0..<Self.messages).map { "n\($0)" } }
+
+    @Test func behindEndpointIndependentNATsTheSessionsMoveToADirectPath() async throws {
+        let outcome = try await Self.chat(topology: "")
+        let bob = try #require(outcome.connected(outcome.bob), "bob never connected: \(outcome.bob)")
+        let alice = try #require(outcome.connected(outcome.alice))
+        // Connected at once through the relay, then direct.
+        #expect(bob["path"] as? String == "relayed")
+        #expect(outcome.paths(outcome.bob) == ["direct"])
+        #expect(outcome.paths(outcome.alice) == ["direct"])
+        // One link all along: each message once, in order, across the move.
+        #expect(outcome.received == Self.expected)
+        // Nobody in between: both read the same verification code.
+        #expect(bob["verification"] as? String == alice["verification"] as? String)
+        #expect((bob["verification"] as? String)?.count == 9)
+    }
+
+    @Test func behindSymmetricNATsTheSessionsStayOnTheRelay() async throws {
+        let outcome = try await Self.chat(topology: "--random-fully")
+        let bob = try #require(outcome.connected(outcome.bob), "bob never connected: \(outcome.bob)")
+        #expect(bob["path"] as? String == "relayed")
+        #expect(outcome.paths(outcome.bob).isEmpty)
+        #expect(outcome.paths(outcome.alice).isEmpty)
+        #expect(outcome.received == Self.expected)
+        let statistics = try #require(outcome.rendezvous.last { $0["event"] as? String == "statistics" })
+        #expect((statistics["relayedDatagrams"] as? Int ?? 0) > 0)
+        #expect(statistics["allocations"] as? Int == 2)
+    }
+}
