@@ -1,7 +1,8 @@
 // swift-tools-version: 6.1
 // libFuzzer harnesses for every decoder of network input: GameKitTransport's packets,
 // GameKitDiscovery's DNS messages, the session layer's messages, voice call signalling, NAT
-// traversal (STUN/TURN/ICE, media) and the voice engine's packets. Deliberately a separate
+// traversal (STUN/TURN/ICE, media), online rooms (rendezvous and relay) and the voice engine's
+// packets. Deliberately a separate
 // package so that neither the main build nor CI ever compiles it; run them with scripts/fuzz
 // [NAME] (see README.md).
 import PackageDescription
@@ -31,6 +32,7 @@ let package = Package(
         ),
         harness("SessionWireFuzzer", library: "OpenGameKit"),
         harness("TraversalFuzzer", library: "OpenGameKitVoice"),
+        harness("OnlineFuzzer", library: "OpenGameKit"),
         // The voice harnesses link the system audio libraries, as OpenGameKitVoice does.
         harness("VoiceSignalFuzzer", library: "OpenGameKitVoice"),
         harness("VoicePacketFuzzer", library: "OpenGameKitVoice"),

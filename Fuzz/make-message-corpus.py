@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of the session, signal, stun and voice harnesses (Fuzz/Corpus/<name>/).
+"""Writes the seed corpora of the session, signal, stun, online and voice harnesses (Fuzz/Corpus/<name>/).
 
 Deterministic: run it again and the files come out the same (the voice seeds' Opus payloads are
 libopus's output, so they follow the installed libopus; every other byte is fixed here). Standard
@@ -387,6 +387,75 @@ def voice_seeds():
         (play(2, 1), audio(2, 640, plain[2])), (play(2, 3), b"\x11\x00\x00"))
 
 
+# --- Online rooms (PROTOCOL §18) -----------------------------------------------------------------
+
+REGISTRATION_SIZE = 480
+
+
+def short_text(s):
+    data = s.encode()
+    return u8(len(data)) + data
+
+
+def wire_address(family, address, port):
+    if family == 0:
+        return u8(0)
+    return u8(family) + address + u16(port)
+
+
+def member_record(peer, version, name, key=b"\x07" * 32, flags=1, candidates=(), ufrag="abcd", password="0123456789abcdefghijklmn"):
+    out = u32(peer) + u16(version) + short_text(name) + u8(len(key)) + key + u8(flags) + u8(len(candidates))
+    for kind, family, address, port in candidates:
+        out += u8(kind) + wire_address(family, address, port)
+    return out + short_text(ufrag) + short_text(password)
+
+
+def rendezvous(kind, request, body):
+    out = u8(13) + u8(kind) + u64(request) + body
+    if kind in (1, 2) and len(out) < REGISTRATION_SIZE:
+        out += bytes(REGISTRATION_SIZE - len(out))
+    return out
+
+
+def online_seeds():
+    token = bytes(range(16))
+    room = u64(0x0102030405060708)
+    holder = b"\x02" * 32
+    record = member_record(42, 1, "Zoë", candidates=[(1, 4, bytes([10, 1, 2, 3]), 4000), (2, 6, bytes(15) + b"\x01", 5000)])
+    ticket = b"\x01" + room + u32(42) + u64(1_800_000_600_000) + u64(1 << 30) + holder + bytes(64)
+    create = rendezvous(1, 1, u64(9) + holder + record)
+    join = rendezvous(2, 2, u64(9) + u32(0x1234567) + holder + record)
+    refresh = rendezvous(3, 3, room + token + u32(5) + u8(1))
+    messages = {
+        "create": create, "join": join, "refresh": refresh,
+        "leave": rendezvous(4, 4, room + token),
+        "fetch": rendezvous(5, 5, room + token + u32(42)),
+        "update": rendezvous(6, 6, room + token + record),
+        "room": rendezvous(129, 1, u32(0x1234567) + room + token + u16(10) + wire_address(4, bytes([192, 0, 2, 9]), 7879) + u16(len(ticket)) + ticket),
+        "roster": rendezvous(130, 0, room + u32(7) + u8(2) + u32(5) + u16(1) + u32(42) + u16(3) + u16(0)),
+        "member": rendezvous(131, 5, room + record),
+        "refused": rendezvous(132, 2, u8(2) + u32(0)),
+        "left": rendezvous(133, 4, room),
+        "allocate": u8(14) + u8(1) + u64(1_800_000_001_000) + u16(len(ticket)) + ticket + bytes(64),
+        "allocated": u8(14) + u8(2) + u32(600) + u64(1 << 30),
+        "relay-refused": u8(14) + u8(3) + u8(1),
+        "relay-data": u8(15) + u8(0) + u32(42) + bytes([9, 0, 0, 0]) + bytes(40),
+    }
+    binding = u16(0x0001) + u16(0) + u32(0x2112A442) + bytes(range(12))
+    for name, data in messages.items():
+        yield name, b"\x00" + data
+    yield "room-code", b"\x00" + b"7k3-qxm"
+    # A rendezvous fed a room's life from four sources, and garbage.
+    yield "serve-room", b"\x01" + records(
+        (0, create), (1, join), (0, refresh), (5, messages["fetch"]), (0, messages["allocate"]),
+        (1, messages["relay-data"]), (4, binding), (8, messages["leave"]))
+    yield "serve-garbage", b"\x01" + records((0, b""), (1, b"\x0d"), (2, b"\x0e\x01"), (3, b"\xff" * 40), (0, create[:100]))
+    # A room client fed its rendezvous's answers and a stranger's datagrams.
+    yield "client-answers", b"\x03" + records(
+        (0, messages["room"]), (0, messages["roster"]), (0, messages["member"]), (4, messages["refused"]),
+        (0, messages["allocated"]), (2, messages["relay-data"]), (1, messages["relay-data"]), (0, binding))
+
+
 def write(folder, seeds, max_len):
     path = os.path.join(CORPUS, folder)
     os.makedirs(path, exist_ok=True)
@@ -405,6 +474,7 @@ def main():
     write("session", session_seeds(), 4096)
     write("signal", signal_seeds(), 4096)
     write("stun", traversal_seeds(), 4096)
+    write("online", online_seeds(), 4096)
     write("voice", voice_seeds(), 8192)
 
 

@@ -123,6 +123,16 @@ struct OnlineSessionTests {
         await rendezvous.stop()
     }
 
+    @Test func theReadmeExampleMeetsInARoom() async throws {
+        let service = try await Self.rendezvous()
+        let rendezvous = "127.0.0.1:\(service.localAddress.port!)"
+        let (host, friend) = try await readmeOnlineExample(rendezvous: rendezvous)
+        #expect(await Self.eventually { friend.peers(with: .stateAvailable).contains(host.peerID) })
+        await friend.close()
+        await host.close()
+        await service.stop()
+    }
+
     @Test func aWrongCodeFailsTheSessionWithItsReason() async throws {
         let rendezvous = try await Self.rendezvous()
         let carol = Self.session("Carol", room: .join(code: "ZZZ-ZZZ"), rendezvous: rendezvous)

@@ -20,6 +20,7 @@ public enum RoomError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The rendezvous cannot take more rooms now.
     case rendezvousBusy
 
+    /// What happened, as a sentence for the player.
     public var description: String {
         switch self {
         case .noSuchRoom(let code): "There is no room \(code.displayed) for this game: check the code (a room ends some minutes after everyone has left)."
@@ -55,7 +56,7 @@ public enum RoomEvent: Sendable, Equatable {
     case rendezvousLost
     /// Out of the room for good.
     case failed(RoomError)
-    /// Left the room (after ``RoomClient/leave(now:)``).
+    /// Left the room (the session closed).
     case left
     /// The transport's datagrams to a member now take this path.
     case pathChanged(UInt32, OnlinePath)

@@ -6,6 +6,7 @@ public struct RendezvousConfiguration: Sendable {
     public var memberTimeout = TimeAmount.seconds(10)
     /// A room with no member is forgotten (and its code stops working) after this long.
     public var roomIdleLifetime = TimeAmount.minutes(10)
+    /// Rooms at once; beyond it creations are refused as busy.
     public var maximumRooms = 100_000
     /// Members one room holds (at most ``RendezvousMessage/maximumMembers``).
     public var maximumMembersPerRoom = 16
@@ -30,19 +31,29 @@ public struct RendezvousConfiguration: Sendable {
     /// STUN answers a second to one source address.
     public var stunAnswersPerSecondPerSource: Double = 20
 
+    /// The defaults above.
     public init() {}
 }
 
 /// What a rendezvous counted (`gk-rendezvous` logs them).
 public struct RendezvousStatistics: Sendable, Equatable, Codable {
+    /// Rooms now.
     public var rooms = 0
+    /// Members registered now.
     public var members = 0
+    /// Relay allocations now.
     public var allocations = 0
+    /// Rooms created so far.
     public var roomsCreated: UInt64 = 0
+    /// Members that joined so far (creators included).
     public var joins: UInt64 = 0
+    /// Joins with a code no room has.
     public var wrongCodes: UInt64 = 0
+    /// STUN binding requests answered.
     public var stunAnswered: UInt64 = 0
+    /// Datagrams the relay forwarded.
     public var relayedDatagrams: UInt64 = 0
+    /// Bytes the relay forwarded (with its 6-byte headers).
     public var relayedBytes: UInt64 = 0
     /// Undecodable datagrams of any type.
     public var droppedMalformed: UInt64 = 0
@@ -54,6 +65,7 @@ public struct RendezvousStatistics: Sendable, Equatable, Codable {
     /// Relayed datagrams to a member with no allocation, or over a ticket's byte limit.
     public var droppedUndeliverable: UInt64 = 0
 
+    /// All zero.
     public init() {}
 }
 

@@ -12,9 +12,12 @@ import Darwin
 /// The wall clock as a machine sees it: the Unix time at one deadline, so that a machine turns
 /// the monotonic `now` it is given into the milliseconds tickets carry (tests pick both).
 public struct WallClock: Sendable {
+    /// A monotonic instant.
     public let origin: NIODeadline
+    /// Milliseconds since 1970 at ``origin``.
     public let originMilliseconds: UInt64
 
+    /// The clock that read `originMilliseconds` at `origin`.
     public init(origin: NIODeadline, originMilliseconds: UInt64) {
         self.origin = origin
         self.originMilliseconds = originMilliseconds
@@ -27,6 +30,7 @@ public struct WallClock: Sendable {
         return WallClock(origin: now, originMilliseconds: UInt64(spec.tv_sec) * 1000 + UInt64(spec.tv_nsec) / 1_000_000)
     }
 
+    /// Milliseconds since 1970 at `now`.
     public func milliseconds(at now: NIODeadline) -> UInt64 {
         let elapsed = (now - self.origin).nanoseconds / 1_000_000
         return elapsed >= 0 ? self.originMilliseconds + UInt64(elapsed) : self.originMilliseconds - UInt64(-elapsed)

@@ -5,6 +5,7 @@ import NIOCore
 public struct MemberRecord: Equatable, Sendable {
     /// A connection candidate: an address the member may be reached at without the relay.
     public struct Candidate: Equatable, Sendable {
+        /// How the candidate was learnt.
         public enum Kind: UInt8, Sendable {
             /// An address of one of the member's own interfaces.
             case host = 1
@@ -12,9 +13,12 @@ public struct MemberRecord: Equatable, Sendable {
             case serverReflexive = 2
         }
 
+        /// How it was learnt.
         public var kind: Kind
+        /// Where.
         public var address: SocketAddress
 
+        /// A candidate.
         public init(kind: Kind, address: SocketAddress) {
             self.kind = kind
             self.address = address
@@ -27,14 +31,16 @@ public struct MemberRecord: Equatable, Sendable {
     public static let maximumKeyBytes = 32
     /// Most candidates carried.
     public static let maximumCandidates = 8
-    /// Longest ICE username fragment and password, in bytes.
+    /// Longest ICE username fragment, in bytes.
     public static let maximumUfragBytes = 32
+    /// Longest ICE password, in bytes.
     public static let maximumPasswordBytes = 64
 
     /// The member's peer ID (Game Kit's 32-bit number).
     public var peerID: UInt32
     /// Grows by one each time the member changes its record, so others know to fetch it again.
     public var version: UInt16
+    /// The member's Game Kit display name.
     public var displayName: String
     /// The member's transport liveness key (empty when it has none).
     public var keyShare: [UInt8]
@@ -43,12 +49,15 @@ public struct MemberRecord: Equatable, Sendable {
     public var isVisible: Bool
     /// Whether the member is busy (connecting to a peer, as the LAN advertisement says).
     public var isBusy: Bool
+    /// Where the member may be reached directly (at most ``maximumCandidates``).
     public var candidates: [Candidate]
     /// The short-term credentials others check a direct path to the member with (ICE's
     /// username fragment and password, RFC 8445 §5.3); empty when it takes no direct path.
     public var iceUfrag: String
+    /// The member's ICE password (see ``iceUfrag``).
     public var icePassword: String
 
+    /// A record.
     public init(
         peerID: UInt32, version: UInt16 = 1, displayName: String, keyShare: [UInt8] = [], isVisible: Bool = true, isBusy: Bool = false,
         candidates: [Candidate] = [], iceUfrag: String = "", icePassword: String = ""

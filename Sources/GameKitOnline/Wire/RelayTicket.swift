@@ -6,14 +6,18 @@ import NIOCore
 /// is for, until when, how many bytes, and the key its holder signs allocations with. A relay
 /// checks the signature against the rendezvous's public key and needs no database.
 public struct RelayTicket: Equatable, Sendable {
+    /// The ticket format's version (its first byte).
     public static let version: UInt8 = 1
     static let signatureSize = 64
     /// Bytes before the signature.
     static let bodySize = 1 + 8 + 4 + 8 + 8 + 32
+    /// Bytes of a signed ticket.
     public static let size = bodySize + signatureSize
     static let context = Array("OpenGameKit relay ticket v1".utf8)
 
+    /// The room it admits to.
     public var room: RoomHandle
+    /// The member it admits.
     public var peerID: UInt32
     /// Milliseconds since 1970 when the ticket stops admitting.
     public var expiresAt: UInt64
@@ -22,6 +26,7 @@ public struct RelayTicket: Equatable, Sendable {
     /// The holder's Ed25519 public key (raw, 32 bytes).
     public var holderKey: [UInt8]
 
+    /// An unsigned ticket.
     public init(room: RoomHandle, peerID: UInt32, expiresAt: UInt64, byteLimit: UInt64, holderKey: [UInt8]) {
         self.room = room
         self.peerID = peerID
@@ -82,6 +87,7 @@ public enum RelayMessage: Equatable, Sendable {
     /// A transport datagram: to `peer` from a client, from `peer` to a client.
     case data(peer: UInt32, payload: ByteBuffer)
 
+    /// Why a relay refused an allocation.
     public enum Refusal: UInt8, Sendable, Equatable {
         case badTicket = 1
         case expired = 2
@@ -117,6 +123,7 @@ public enum RelayMessage: Equatable, Sendable {
         return key.isValidSignature(signature, for: Self.allocationSigned(timestamp: timestamp, ticket: ticketBytes))
     }
 
+    /// Appends the message's bytes.
     public func encode(into buffer: inout ByteBuffer) {
         switch self {
         case .allocate(let timestamp, let ticket, let signature):
@@ -148,12 +155,14 @@ public enum RelayMessage: Equatable, Sendable {
         buffer.writeInteger(peer)
     }
 
+    /// The message's bytes.
     public var encoded: ByteBuffer {
         var buffer = ByteBuffer()
         self.encode(into: &buffer)
         return buffer
     }
 
+    /// Reads one whole datagram of type 14 or 15.
     public static func decode(_ datagram: ByteBuffer) throws(OnlineDecodingError) -> RelayMessage {
         var buffer = datagram
         let type: UInt8 = try buffer.readValue()

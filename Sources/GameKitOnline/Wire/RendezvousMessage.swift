@@ -3,15 +3,20 @@ import NIOCore
 /// A room: the 64-bit handle the rendezvous gives it (random, unguessable, the same on every
 /// instance), beside the short code people type.
 public struct RoomHandle: Hashable, Sendable, CustomStringConvertible {
+    /// The 64 bits.
     public let rawValue: UInt64
+    /// The handle with these bits.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// The handle in hex.
     public var description: String { String(self.rawValue, radix: 16) }
 }
 
 /// The secret a member proves itself with after registering (16 random bytes, sent only to the
 /// address that registered).
 public struct MemberToken: Hashable, Sendable {
+    /// The 16 bytes.
     public let bytes: [UInt8]
+    /// The token of 16 bytes; nil for any other count.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 16 else { return nil }
         self.bytes = bytes
@@ -52,8 +57,11 @@ public enum RendezvousMessage: Equatable, Sendable {
 
     /// One member in a roster: its peer ID and record version.
     public struct RosterEntry: Equatable, Sendable {
+        /// The member.
         public var peerID: UInt32
+        /// Its record's version.
         public var version: UInt16
+        /// An entry.
         public init(peerID: UInt32, version: UInt16) {
             self.peerID = peerID
             self.version = version
@@ -75,6 +83,7 @@ public enum RendezvousMessage: Equatable, Sendable {
     /// Longest ticket carried.
     static let maximumTicket = 256
 
+    /// The request ID (0 for a push).
     public var requestID: UInt64 {
         switch self {
         case .create(let r, _, _, _), .join(let r, _, _, _, _), .refresh(let r, _, _, _, _), .leave(let r, _, _),
@@ -100,6 +109,7 @@ public enum RendezvousMessage: Equatable, Sendable {
         }
     }
 
+    /// Appends the message's bytes (a registration padded to ``registrationSize``).
     public func encode(into buffer: inout ByteBuffer) {
         let start = buffer.writerIndex
         buffer.writeInteger(OnlinePacketType.rendezvous.rawValue)
@@ -167,6 +177,7 @@ public enum RendezvousMessage: Equatable, Sendable {
         }
     }
 
+    /// The message's bytes.
     public var encoded: ByteBuffer {
         var buffer = ByteBuffer()
         self.encode(into: &buffer)

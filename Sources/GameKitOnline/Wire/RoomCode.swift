@@ -40,6 +40,7 @@ public struct RoomCode: Hashable, Sendable, CustomStringConvertible, Codable {
         return "\(text.prefix(3))-\(text.suffix(3))"
     }
 
+    /// Reads a code written as text.
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let code = RoomCode(text) else {
@@ -48,6 +49,7 @@ public struct RoomCode: Hashable, Sendable, CustomStringConvertible, Codable {
         self = code
     }
 
+    /// Writes the code as its six symbols.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(self.description)

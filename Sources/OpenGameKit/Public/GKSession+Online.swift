@@ -18,6 +18,7 @@ extension GKSession.Configuration {
         /// The rendezvous, as `HOST:PORT` (IPv6 in brackets); several are tried in order, the
         /// next when one stops answering. A host name is looked up when the session starts.
         public var rendezvous: [String]
+        /// Which room.
         public var room: Room
         /// Whether peers on the local network are found too, by multicast DNS (default true).
         /// False: the session is seen by, and sees, members of its room only.
@@ -27,10 +28,12 @@ extension GKSession.Configuration {
         /// addresses.
         public var directPaths: Bool
 
+        /// A room on one rendezvous.
         public init(rendezvous: String, room: Room, alsoNearby: Bool = true, directPaths: Bool = true) {
             self.init(rendezvous: [rendezvous], room: room, alsoNearby: alsoNearby, directPaths: directPaths)
         }
 
+        /// A room on one of several rendezvous instances, tried in order.
         public init(rendezvous: [String], room: Room, alsoNearby: Bool = true, directPaths: Bool = true) {
             self.rendezvous = rendezvous
             self.room = room
@@ -53,6 +56,7 @@ extension GKSession {
         /// Through the rendezvous's relay, still encrypted end to end.
         case relayed
 
+        /// "LAN", "direct" or "relayed".
         public var description: String {
             switch self {
             case .lan: "LAN"
