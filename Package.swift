@@ -41,6 +41,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        // PostgreSQL for gk-rendezvous's scale-out (several instances sharing rooms); the
+        // libraries do not use it.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // Counts heap allocations for gk-bench's allocations-per-message figure (benchmark only).
         .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.1"),
     ],
@@ -243,6 +246,7 @@ let package = Package(
                 "GameKitOnline",
                 "GameKitMachine",
                 "NetworkImpairment",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -432,7 +432,7 @@ def online_seeds():
         "fetch": rendezvous(5, 5, room + token + u32(42)),
         "update": rendezvous(6, 6, room + token + record),
         "room": rendezvous(129, 1, u32(0x1234567) + room + token + u16(10) + wire_address(4, bytes([192, 0, 2, 9]), 7879) + u16(len(ticket)) + ticket),
-        "roster": rendezvous(130, 0, room + u32(7) + u8(2) + u32(5) + u16(1) + u32(42) + u16(3) + u16(0)),
+        "roster": rendezvous(130, 0, room + u32(7) + wire_address(0, b"", 0) + u8(2) + u32(5) + u16(1) + u32(42) + u16(3) + u16(0)),
         "member": rendezvous(131, 5, room + record),
         "refused": rendezvous(132, 2, u8(2) + u32(0)),
         "left": rendezvous(133, 4, room),

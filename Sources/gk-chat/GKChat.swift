@@ -46,7 +46,7 @@ struct GKChat: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Meet in an online room: alone, create one; with a code, join it.", valueName: "CODE"))
     var online: String?
 
-    @Option(help: "The rendezvous for --online: HOST:PORT (default: OGK_RENDEZVOUS, else 127.0.0.1:7878).")
+    @Option(help: "The rendezvous for --online: HOST:PORT, or several separated by commas (default: OGK_RENDEZVOUS, else 127.0.0.1:7878).")
     var rendezvous: String?
 
     @Flag(help: "With --online: do not look for peers on the local network too.")
@@ -96,7 +96,7 @@ struct GKChat: AsyncParsableCommand {
         if let online = self.online {
             let rendezvous = self.rendezvous ?? ProcessInfo.processInfo.environment["OGK_RENDEZVOUS"] ?? "127.0.0.1:7878"
             let room: GKSession.Configuration.Online.Room = online == Self.newRoom ? .create : .join(code: online)
-            configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: !self.onlineOnly)
+            configuration.online = .init(rendezvous: rendezvous.split(separator: ",").map(String.init), room: room, alsoNearby: !self.onlineOnly)
         }
         let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: self.mode.sessionMode, password: self.password,

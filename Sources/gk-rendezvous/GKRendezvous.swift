@@ -2,7 +2,9 @@ import ArgumentParser
 import Crypto
 import Foundation
 @_spi(Machine) import GameKitOnline
+import Logging
 import NIOCore
+import PostgresNIO
 import NetworkImpairment
 
 /// `gk-rendezvous`: the rendezvous (rooms, STUN binding answers) and relay that online
@@ -38,6 +40,12 @@ struct GKRendezvous: AsyncParsableCommand {
 
     @Option(help: "Public key (hex) of another rendezvous whose tickets this relay accepts; repeatable.")
     var trustKey: [String] = []
+
+    @Option(help: "Share rooms with other instances through PostgreSQL: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, or postgres://USER@/DATABASE?host=SOCKET-DIRECTORY. Needs --relay-address (or a --listen address that is not a wildcard).")
+    var database: String?
+
+    @Option(help: "This instance's name in the database (default: host name, process ID and a random number).")
+    var instance: String?
 
     @Option(help: "Seconds a member may stay silent before it has left the room.")
     var memberTimeout: Double = 10
@@ -76,12 +84,37 @@ struct GKRendezvous: AsyncParsableCommand {
             return key
         }
         let stop = StopCondition()
+        var store: PostgresRooms?
+        let (commands, commandSink) = AsyncStream.makeStream(of: StoreCommand.self)
+        if let database = self.database {
+            // Every instance must name the same relay for a room: this one's own, reachable.
+            let wildcard = address.ipAddress == "0.0.0.0" || address.ipAddress == "::"
+            guard configuration.relayAddress != nil || !wildcard else {
+                throw ValidationError("--database needs --relay-address HOST:PORT (where members reach this instance), or a --listen address that is not a wildcard")
+            }
+            if configuration.relayAddress == nil { configuration.relayAddress = address }
+            let name = self.instance ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            configuration.sharedInstance = name
+            var logger = Logger(label: "gk-rendezvous.database")
+            logger.logLevel = .warning
+            let rooms = PostgresRooms(
+                instance: name, relay: configuration.relayAddress, roomLifetimeSeconds: Int(self.roomLifetime),
+                configuration: try DatabaseArgument.parse(database), logger: logger)
+            try await rooms.open()
+            store = rooms
+        }
         let service = try await RendezvousService.start(at: address, configuration: configuration, signingKey: signingKey, otherIssuers: trusted) { event in
+            if case .store(let command) = event {
+                commandSink.yield(command)
+                return
+            }
             JSONLines.line(Self.fields(of: event))
         }
+        let storeTask = store.map { store in Task { await store.run(service: service, commands: commands) } }
         JSONLines.line([
             "event": "listening", "address": "\(service.localAddress)", "port": service.localAddress.port ?? 0,
             "relay": self.relay, "public_key": Hex.encode(Array(service.publicKey.rawRepresentation)),
+            "instance": configuration.sharedInstance ?? "",
         ])
         let statistics = Task {
             while !Task.isCancelled {
@@ -93,6 +126,10 @@ struct GKRendezvous: AsyncParsableCommand {
         let why = await stop.wait(seconds: self.duration ?? .infinity)
         statistics.cancel()
         await service.stop()
+        commandSink.finish()
+        storeTask?.cancel()
+        await storeTask?.value
+        await store?.close()
         var last = Self.fields(of: service.statistics)
         last["stopped"] = why
         JSONLines.line(last)
@@ -121,6 +158,7 @@ struct GKRendezvous: AsyncParsableCommand {
         case .roomExpired(let room): ["event": "room_expired", "room": "\(room)"]
         case .relayAllocated(let room, let peer, let address): ["event": "relay_allocated", "room": "\(room)", "peer": peer, "address": "\(address)"]
         case .refused(let source, let reason): ["event": "refused", "source": "\(source)", "reason": "\(reason)"]
+        case .store: [:]
         }
     }
 
@@ -150,6 +188,23 @@ enum AddressArgument {
             throw ValidationError("\(option) \(text): expected a numeric address and a port from 0 to 65535")
         }
         return address
+    }
+}
+
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`, or with `?host=DIRECTORY` a Unix socket.
+enum DatabaseArgument {
+    static func parse(_ text: String) throws -> PostgresConnection.Configuration {
+        guard let url = URLComponents(string: text), url.scheme == "postgres" || url.scheme == "postgresql", let user = url.user, !user.isEmpty else {
+            throw ValidationError("--database \(text): expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE")
+        }
+        let database = url.path.isEmpty || url.path == "/" ? nil : String(url.path.dropFirst())
+        let port = url.port ?? 5432
+        if let directory = url.queryItems?.first(where: { $0.name == "host" })?.value {
+            return PostgresConnection.Configuration(
+                unixSocketPath: "\(directory)/.s.PGSQL.\(port)", username: user, password: url.password, database: database)
+        }
+        guard let host = url.host, !host.isEmpty else { throw ValidationError("--database \(text): no host (or ?host=SOCKET-DIRECTORY)") }
+        return PostgresConnection.Configuration(host: host, port: port, username: user, password: url.password, database: database, tls: .disable)
     }
 }
 

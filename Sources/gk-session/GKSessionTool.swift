@@ -64,7 +64,7 @@ struct GKSessionTool: AsyncParsableCommand {
     @Option(help: "Meet in an online room: 'new' creates one, a code joins it.")
     var online: String?
 
-    @Option(help: "The rendezvous for --online: HOST:PORT.")
+    @Option(help: "The rendezvous for --online: HOST:PORT, or several separated by commas (tried in turn).")
     var rendezvous: String = "127.0.0.1:7878"
 
     @Flag(help: "With --online: no multicast DNS on the local network.")
@@ -85,7 +85,7 @@ struct GKSessionTool: AsyncParsableCommand {
         var configuration = GKSession.Configuration(relaysBetweenClients: self.relay)
         if let online = self.online {
             configuration.online = .init(
-                rendezvous: self.rendezvous, room: online == "new" ? .create : .join(code: online), alsoNearby: !self.onlineOnly,
+                rendezvous: self.rendezvous.split(separator: ",").map(String.init), room: online == "new" ? .create : .join(code: online), alsoNearby: !self.onlineOnly,
                 directPaths: !self.noDirect)
         }
         let session: GKSession = GKSession(

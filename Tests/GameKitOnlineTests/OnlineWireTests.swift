@@ -25,7 +25,7 @@ struct OnlineWireTests {
         .room(request: 7, code: RoomCode("XYZ-789")!, room: room, token: token, memberTimeoutSeconds: 10,
               relay: try! SocketAddress(ipAddress: "192.0.2.9", port: 7879), ticket: Array(repeating: 3, count: RelayTicket.size)),
         .room(request: 7, code: RoomCode("XYZ-789")!, room: room, token: token, memberTimeoutSeconds: 10, relay: nil, ticket: []),
-        .roster(request: 8, room: room, version: 5, members: [.init(peerID: 1, version: 1), .init(peerID: 42, version: 3)], ticket: []),
+        .roster(request: 8, room: room, version: 5, relay: try! SocketAddress(ipAddress: "192.0.2.9", port: 7879), members: [.init(peerID: 1, version: 1), .init(peerID: 42, version: 3)], ticket: []),
         .member(request: 9, room: room, record: record),
         .refused(request: 10, reason: .rateLimited, retryAfterMilliseconds: 10_000),
         .left(request: 11, room: room),

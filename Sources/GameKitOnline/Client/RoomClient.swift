@@ -237,15 +237,23 @@ package struct RoomClient: DatagramMachine {
             self.code = code
             self.token = token
             self.phase = .member
-            self.refreshDue = now + self.configuration.timing.refreshInterval
+            // A first refresh at once: it proves this address holds the token (only then are
+            // rosters pushed here) and brings the roster, so the other members show at once.
+            self.refreshDue = now
             if first { self.events.append(.joined(code, room)) }
             self.relayAddress = relay ?? source
             self.takeTicket(ticket, now: now)
             self.startSTUN(now: now)
-        case .roster(let request, let room, let version, let entries, let ticket):
+        case .roster(_, let room, let version, let relay, let entries, let ticket):
             guard room == self.room, self.phase == .member || self.phase == .leaving else { return }
             self.lastHeard = now
-            _ = request
+            let relayNow = relay ?? source
+            if self.relayAddress != nil, relayNow != self.relayAddress {
+                // The room moved to another relay (its own relay's instance died): allocate there.
+                self.relayAddress = relayNow
+                self.relayReady = false
+                self.allocate(now: now)
+            }
             self.takeTicket(ticket, now: now)
             self.takeRoster(version: version, entries, now: now)
         case .member(let request, let room, let record):

@@ -50,6 +50,11 @@ import NIOPosix
         return RendezvousService(localAddress: local, publicKey: signingKey.publicKey, driver: driver, channel: channel)
     }
 
+    /// The shared store's news (an instance with ``RendezvousConfiguration/sharedInstance``).
+    public func apply(_ input: SharedRoomsInput) {
+        _ = self.driver.perform { server, now in server.apply(input, now: now) }
+    }
+
     /// What the rendezvous counted so far.
     public var statistics: RendezvousStatistics { self.driver.read(\.currentStatistics) }
 

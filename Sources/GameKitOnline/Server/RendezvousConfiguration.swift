@@ -28,6 +28,9 @@ public struct RendezvousConfiguration: Sendable {
     public var wrongCodesPerMinutePerSession: Double = 60
     /// Joins a second into one room (bursts of 10).
     public var joinsPerSecondPerRoom: Double = 5
+    /// This instance's name in a shared store (set: rooms are shared with other instances
+    /// through ``StoreCommand``s and ``SharedRoomsInput``s; nil: rooms are this instance's own).
+    public var sharedInstance: String?
     /// STUN answers a second to one source address.
     public var stunAnswersPerSecondPerSource: Double = 20
 
@@ -77,4 +80,6 @@ public enum RendezvousEvent: Sendable, Equatable {
     case roomExpired(RoomHandle)
     case relayAllocated(RoomHandle, peerID: UInt32, address: SocketAddress)
     case refused(SocketAddress, RendezvousRefusal)
+    /// For the shared store (only with ``RendezvousConfiguration/sharedInstance``).
+    case store(StoreCommand)
 }

@@ -63,6 +63,11 @@ package struct RendezvousServer: DatagramMachine {
         return total
     }
 
+    /// The shared store's news (an instance with ``RendezvousConfiguration/sharedInstance``).
+    package mutating func apply(_ input: SharedRoomsInput, now: NIODeadline) {
+        self.rooms.apply(input, now: now)
+    }
+
     // MARK: - DatagramMachine
 
     package mutating func handle(datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) {

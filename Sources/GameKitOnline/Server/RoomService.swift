@@ -30,6 +30,23 @@ struct RoomService {
         var version: UInt32 = 1
         var emptySince: NIODeadline?
         var joins: TokenBucket
+        /// The relay its members use (nil: this instance's configured one).
+        var relay: SocketAddress?
+        /// Members registered with other instances (a shared store's rooms only).
+        var remote: [UInt32: SharedRoom.Member] = [:]
+
+        var isEmpty: Bool { self.members.isEmpty && self.remote.isEmpty }
+        var memberCount: Int { self.members.count + self.remote.keys.filter { self.members[$0] == nil }.count }
+    }
+
+    /// A join waiting for the shared store to say which room has its code.
+    struct ParkedJoin {
+        var request: UInt64
+        var sessionKey: UInt64
+        var code: RoomCode
+        var holderKey: [UInt8]
+        var record: MemberRecord
+        var source: SocketAddress
     }
 
     struct CodeKey: Hashable {
@@ -49,9 +66,9 @@ struct RoomService {
     static let maximumRememberedAnswers = 10_000
 
     let configuration: RendezvousConfiguration
-    private(set) var rooms: [RoomHandle: Room] = [:]
-    private var codes: [CodeKey: RoomHandle] = [:]
-    private var tokens: [MemberToken: (room: RoomHandle, peerID: UInt32)] = [:]
+    var rooms: [RoomHandle: Room] = [:]
+    var codes: [CodeKey: RoomHandle] = [:]
+    var tokens: [MemberToken: (room: RoomHandle, peerID: UInt32)] = [:]
     private var wrongCodesBySource: [SocketAddress: TokenBucket] = [:]
     private var wrongCodesBySession: [UInt64: TokenBucket] = [:]
     private var answers: [AnswerKey: (answer: ByteBuffer, expires: NIODeadline)] = [:]
@@ -63,6 +80,11 @@ struct RoomService {
     var statistics = RendezvousStatistics()
     /// Signs relay tickets (nil: this rendezvous hands out none).
     let tickets: TicketIssuer?
+    /// Joins waiting for the shared store, by lookup ID.
+    var parked: [UInt64: ParkedJoin] = [:]
+    var nextLookup: UInt64 = 0
+
+    var isShared: Bool { self.configuration.sharedInstance != nil }
 
     init(configuration: RendezvousConfiguration, tickets: TicketIssuer?, random: MachineRandom) {
         self.configuration = configuration
@@ -94,7 +116,7 @@ struct RoomService {
         case .fetch(let request, let room, let token, let peerID):
             guard let (handle, member) = self.member(token, in: room, request: request, from: source) else { return }
             self.touch(handle, member, from: source, now: now)
-            if let record = self.rooms[handle]!.members[peerID]?.record {
+            if let record = self.rooms[handle]!.members[peerID]?.record ?? self.rooms[handle]!.remote[peerID]?.record {
                 self.send(.member(request: request, room: handle, record: record), to: source)
             } else {
                 self.answerRoster(request, handle, to: member, ticket: false, now: now)
@@ -109,6 +131,7 @@ struct RoomService {
             var record = record
             record.version = self.rooms[handle]!.members[peerID]!.record.version &+ 1
             self.rooms[handle]!.members[peerID]!.record = record
+            if self.isShared { self.events.append(.store(.putMember(handle, record, holderKey: self.rooms[handle]!.members[peerID]!.holderKey))) }
             self.rosterChanged(handle, now: now)
             self.answerRoster(request, handle, to: peerID, ticket: false, now: now)
         case .room, .roster, .member, .refused, .left:
@@ -126,11 +149,12 @@ struct RoomService {
         while self.codes[CodeKey(sessionKey: sessionKey, code: code)] != nil { code = RoomCode.random(using: &self.random) }
         var handle = RoomHandle(rawValue: self.random.next())
         while self.rooms[handle] != nil { handle = RoomHandle(rawValue: self.random.next()) }
-        let joins = TokenBucket(rate: self.configuration.joinsPerSecondPerRoom, burst: 10)
-        self.rooms[handle] = Room(handle: handle, sessionKey: sessionKey, code: code, joins: joins)
-        self.codes[CodeKey(sessionKey: sessionKey, code: code)] = handle
+        self.addRoom(handle, sessionKey: sessionKey, code: code, relay: self.configuration.relayAddress)
         self.statistics.roomsCreated += 1
         self.events.append(.roomCreated(handle, code))
+        if self.isShared {
+            self.events.append(.store(.createRoom(handle, sessionKey: sessionKey, code: code, relay: self.configuration.relayAddress)))
+        }
         self.admit(request, record: record, holderKey: holderKey, to: handle, from: source, now: now)
     }
 
@@ -138,17 +162,35 @@ struct RoomService {
         _ request: UInt64, sessionKey: UInt64, code: RoomCode, holderKey: [UInt8], record: MemberRecord, from source: SocketAddress, now: NIODeadline
     ) {
         guard let handle = self.codes[CodeKey(sessionKey: sessionKey, code: code)] else {
-            self.statistics.wrongCodes += 1
-            // A wrong code costs the source and the session a guess each; with either spent,
-            // the answer says to wait rather than "no such room".
-            var bySource = self.wrongCodesBySource[source.withoutPort] ?? TokenBucket(rate: self.configuration.wrongCodesPerMinutePerSource / 60, burst: 5)
-            var bySession = self.wrongCodesBySession[sessionKey] ?? TokenBucket(rate: self.configuration.wrongCodesPerMinutePerSession / 60, burst: 20)
-            let allowed = bySource.take(now: now) && bySession.take(now: now)
-            self.wrongCodesBySource[source.withoutPort] = bySource
-            self.wrongCodesBySession[sessionKey] = bySession
-            self.refuse(request, allowed ? .noSuchRoom : .rateLimited, to: source, retryAfter: allowed ? 0 : 10_000)
+            if self.isShared {
+                // Another instance may have the room: ask the store, answer when it has.
+                self.nextLookup &+= 1
+                self.parked[self.nextLookup] = ParkedJoin(
+                    request: request, sessionKey: sessionKey, code: code, holderKey: holderKey, record: record, source: source)
+                self.events.append(.store(.lookup(self.nextLookup, sessionKey: sessionKey, code: code)))
+                return
+            }
+            self.wrongCode(request, sessionKey: sessionKey, from: source, now: now)
             return
         }
+        self.join(request, to: handle, holderKey: holderKey, record: record, from: source, now: now)
+    }
+
+    /// A join naming no room: the source and the session each pay a guess.
+    mutating func wrongCode(_ request: UInt64, sessionKey: UInt64, from source: SocketAddress, now: NIODeadline) {
+        self.statistics.wrongCodes += 1
+        // A wrong code costs the source and the session a guess each; with either spent, the
+        // answer says to wait rather than "no such room".
+        var bySource = self.wrongCodesBySource[source.withoutPort] ?? TokenBucket(rate: self.configuration.wrongCodesPerMinutePerSource / 60, burst: 5)
+        var bySession = self.wrongCodesBySession[sessionKey] ?? TokenBucket(rate: self.configuration.wrongCodesPerMinutePerSession / 60, burst: 20)
+        let allowed = bySource.take(now: now) && bySession.take(now: now)
+        self.wrongCodesBySource[source.withoutPort] = bySource
+        self.wrongCodesBySession[sessionKey] = bySession
+        self.refuse(request, allowed ? .noSuchRoom : .rateLimited, to: source, retryAfter: allowed ? 0 : 10_000)
+    }
+
+    /// A join naming a known room.
+    mutating func join(_ request: UInt64, to handle: RoomHandle, holderKey: [UInt8], record: MemberRecord, from source: SocketAddress, now: NIODeadline) {
         if self.wrongCodesBySource[source.withoutPort].map({ var bucket = $0; return !bucket.hasTokens(now: now) }) ?? false {
             // A source out of guesses cannot try even a right code until it has one again.
             self.refuse(request, .rateLimited, to: source, retryAfter: 10_000)
@@ -162,8 +204,12 @@ struct RoomService {
     }
 
     /// Adds (or, for the same holder key, re-registers) a member and answers with the room.
-    private mutating func admit(_ request: UInt64, record: MemberRecord, holderKey: [UInt8], to handle: RoomHandle, from source: SocketAddress, now: NIODeadline) {
+    mutating func admit(_ request: UInt64, record: MemberRecord, holderKey: [UInt8], to handle: RoomHandle, from source: SocketAddress, now: NIODeadline) {
         let room = self.rooms[handle]!
+        if let elsewhere = room.remote[record.peerID], elsewhere.holderKey != holderKey {
+            self.refuse(request, .peerIDTaken, to: source)
+            return
+        }
         if let existing = room.members[record.peerID] {
             guard existing.holderKey == holderKey else {
                 self.refuse(request, .peerIDTaken, to: source)
@@ -172,15 +218,18 @@ struct RoomService {
             // The same member registering again (its rendezvous instance died, or its answer
             // was lost and the repeat came from a new address): the old token ends.
             self.tokens[existing.token] = nil
-        } else if room.members.count >= min(self.configuration.maximumMembersPerRoom, RendezvousMessage.maximumMembers) {
+        } else if room.remote[record.peerID] == nil, room.memberCount >= min(self.configuration.maximumMembersPerRoom, RendezvousMessage.maximumMembers) {
             self.refuse(request, .roomFull, to: source)
             return
         }
         let token = MemberToken(bytes: self.random.bytes(16))!
         var record = record
         record.version = max(record.version, (room.members[record.peerID]?.record.version ?? 0) &+ 1)
-        let isNew = room.members[record.peerID] == nil
+        let isNew = room.members[record.peerID] == nil && room.remote[record.peerID] == nil
+        record.version = max(record.version, (room.remote[record.peerID]?.record.version ?? 0) &+ 1)
+        self.rooms[handle]!.remote[record.peerID] = nil
         self.rooms[handle]!.members[record.peerID] = Member(record: record, token: token, holderKey: holderKey, address: source, lastSeen: now)
+        if self.isShared { self.events.append(.store(.putMember(handle, record, holderKey: holderKey))) }
         self.rooms[handle]!.emptySince = nil
         self.tokens[token] = (handle, record.peerID)
         if isNew {
@@ -192,7 +241,7 @@ struct RoomService {
         let answer = RendezvousMessage.room(
             request: request, code: room.code, room: handle, token: token,
             memberTimeoutSeconds: UInt16(clamping: self.configuration.memberTimeout.nanoseconds / 1_000_000_000),
-            relay: self.tickets == nil ? nil : self.configuration.relayAddress, ticket: ticket)
+            relay: self.tickets == nil ? nil : room.relay, ticket: ticket)
         self.send(answer, to: source, rememberAs: request, now: now)
     }
 
@@ -216,16 +265,17 @@ struct RoomService {
         self.rooms[handle]!.members[peerID]!.validated = true
     }
 
-    private mutating func remove(_ peerID: UInt32, from handle: RoomHandle, timedOut: Bool, now: NIODeadline) {
+    mutating func remove(_ peerID: UInt32, from handle: RoomHandle, timedOut: Bool, now: NIODeadline) {
         guard let member = self.rooms[handle]?.members.removeValue(forKey: peerID) else { return }
         self.tokens[member.token] = nil
         self.events.append(.memberLeft(handle, peerID: peerID, timedOut: timedOut))
-        if self.rooms[handle]!.members.isEmpty { self.rooms[handle]!.emptySince = now }
+        if self.isShared { self.events.append(.store(.removeMember(handle, peerID: peerID))) }
+        if self.rooms[handle]!.isEmpty { self.rooms[handle]!.emptySince = now }
         self.rosterChanged(handle, now: now)
     }
 
     /// The roster grew a version: every validated member is pushed the new one.
-    private mutating func rosterChanged(_ handle: RoomHandle, now: NIODeadline) {
+    mutating func rosterChanged(_ handle: RoomHandle, now: NIODeadline) {
         self.rooms[handle]!.version &+= 1
         for peerID in self.rooms[handle]!.members.keys {
             self.rooms[handle]!.members[peerID]!.pushesLeft = Self.pushDelays.count + 1
@@ -234,15 +284,19 @@ struct RoomService {
     }
 
     private func roster(of handle: RoomHandle) -> [RendezvousMessage.RosterEntry] {
-        self.rooms[handle]!.members.values.map { RendezvousMessage.RosterEntry(peerID: $0.record.peerID, version: $0.record.version) }
-            .sorted { $0.peerID < $1.peerID }
+        let room = self.rooms[handle]!
+        let local = room.members.values.map { RendezvousMessage.RosterEntry(peerID: $0.record.peerID, version: $0.record.version) }
+        let remote = room.remote.values.filter { room.members[$0.record.peerID] == nil }
+            .map { RendezvousMessage.RosterEntry(peerID: $0.record.peerID, version: $0.record.version) }
+        return (local + remote).sorted { $0.peerID < $1.peerID }
     }
 
     private mutating func answerRoster(_ request: UInt64, _ handle: RoomHandle, to peerID: UInt32, ticket: Bool, now: NIODeadline) {
         let member = self.rooms[handle]!.members[peerID]!
         let ticketBytes = ticket ? (self.tickets?.issue(room: handle, peerID: peerID, holderKey: member.holderKey, now: now) ?? []) : []
         let version = self.rooms[handle]!.version
-        self.send(.roster(request: request, room: handle, version: version, members: self.roster(of: handle), ticket: ticketBytes), to: member.address)
+        let relay = self.tickets == nil ? nil : self.rooms[handle]!.relay
+        self.send(.roster(request: request, room: handle, version: version, relay: relay, members: self.roster(of: handle), ticket: ticketBytes), to: member.address)
     }
 
     // MARK: - Time
@@ -279,7 +333,8 @@ struct RoomService {
                 self.rooms[handle]!.members[peerID]!.nextPush = nil
                 continue
             }
-            self.send(.roster(request: 0, room: handle, version: version, members: self.roster(of: handle), ticket: []), to: member.address)
+            let relay = self.tickets == nil ? nil : self.rooms[handle]!.relay
+            self.send(.roster(request: 0, room: handle, version: version, relay: relay, members: self.roster(of: handle), ticket: []), to: member.address)
             let left = member.pushesLeft - 1
             self.rooms[handle]!.members[peerID]!.pushesLeft = left
             let delay = Self.pushDelays[min(Self.pushDelays.count - left, Self.pushDelays.count - 1)]
@@ -304,7 +359,7 @@ struct RoomService {
         return true
     }
 
-    private mutating func refuse(_ request: UInt64, _ reason: RendezvousRefusal, to source: SocketAddress, retryAfter: UInt32 = 0) {
+    mutating func refuse(_ request: UInt64, _ reason: RendezvousRefusal, to source: SocketAddress, retryAfter: UInt32 = 0) {
         self.events.append(.refused(source, reason))
         self.send(.refused(request: request, reason: reason, retryAfterMilliseconds: retryAfter), to: source)
     }

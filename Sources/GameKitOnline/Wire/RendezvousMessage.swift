@@ -50,7 +50,7 @@ public enum RendezvousMessage: Equatable, Sendable {
     case update(request: UInt64, room: RoomHandle, token: MemberToken, record: MemberRecord)
     // Rendezvous → client
     case room(request: UInt64, code: RoomCode, room: RoomHandle, token: MemberToken, memberTimeoutSeconds: UInt16, relay: SocketAddress?, ticket: [UInt8])
-    case roster(request: UInt64, room: RoomHandle, version: UInt32, members: [RosterEntry], ticket: [UInt8])
+    case roster(request: UInt64, room: RoomHandle, version: UInt32, relay: SocketAddress?, members: [RosterEntry], ticket: [UInt8])
     case member(request: UInt64, room: RoomHandle, record: MemberRecord)
     case refused(request: UInt64, reason: RendezvousRefusal, retryAfterMilliseconds: UInt32)
     case left(request: UInt64, room: RoomHandle)
@@ -87,7 +87,7 @@ public enum RendezvousMessage: Equatable, Sendable {
     public var requestID: UInt64 {
         switch self {
         case .create(let r, _, _, _), .join(let r, _, _, _, _), .refresh(let r, _, _, _, _), .leave(let r, _, _),
-            .fetch(let r, _, _, _), .update(let r, _, _, _), .room(let r, _, _, _, _, _, _), .roster(let r, _, _, _, _),
+            .fetch(let r, _, _, _), .update(let r, _, _, _), .room(let r, _, _, _, _, _, _), .roster(let r, _, _, _, _, _),
             .member(let r, _, _), .refused(let r, _, _), .left(let r, _):
             return r
         }
@@ -149,9 +149,10 @@ public enum RendezvousMessage: Equatable, Sendable {
             WireAddress.write(relay, into: &buffer)
             buffer.writeInteger(UInt16(ticket.count))
             buffer.writeBytes(ticket)
-        case .roster(_, let room, let version, let members, let ticket):
+        case .roster(_, let room, let version, let relay, let members, let ticket):
             buffer.writeInteger(room.rawValue)
             buffer.writeInteger(version)
+            WireAddress.write(relay, into: &buffer)
             buffer.writeInteger(UInt8(members.count))
             for member in members {
                 buffer.writeInteger(member.peerID)
@@ -246,6 +247,7 @@ public enum RendezvousMessage: Equatable, Sendable {
         case .roster:
             let room = try room()
             let version: UInt32 = try buffer.readValue()
+            let relay = try WireAddress.read(from: &buffer)
             let count: UInt8 = try buffer.readValue()
             guard count <= Self.maximumMembers else { throw .tooLarge }
             var members: [RosterEntry] = []
@@ -253,7 +255,7 @@ public enum RendezvousMessage: Equatable, Sendable {
                 let peer: UInt32 = try buffer.readValue()
                 members.append(RosterEntry(peerID: peer, version: try buffer.readValue()))
             }
-            message = .roster(request: request, room: room, version: version, members: members, ticket: try ticket())
+            message = .roster(request: request, room: room, version: version, relay: relay, members: members, ticket: try ticket())
         case .member:
             let room = try room()
             message = .member(request: request, room: room, record: try MemberRecord.read(from: &buffer))
