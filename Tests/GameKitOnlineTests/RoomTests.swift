@@ -131,6 +131,37 @@ struct RoomTests {
         #expect(bed.network.hosts[third].failure == .roomFull)
     }
 
+    @Test("A member registering again agrees with the rendezvous on its record's version, without a storm of updates")
+    func recordVersionsConvergeAfterRegisteringAgain() throws {
+        var bed = OnlineTestbed()
+        var updates = 0
+        var silenced = false
+        let host = bed.addClient(.create, peerID: 1)
+        bed.network.interceptor = { datagram in
+            let bytes = datagram.bytes
+            if bytes.getInteger(at: bytes.readerIndex, as: UInt8.self) == 13, bytes.getInteger(at: bytes.readerIndex + 1, as: UInt8.self) == 6 {
+                updates += 1
+            }
+            // While silenced, nothing from the rendezvous reaches the member.
+            return !(silenced && datagram.source == OnlineTestbed.serverAddress)
+        }
+        #expect(bed.network.run(for: .seconds(5)) { $0.hosts[host].code != nil })
+        let code = try #require(bed.network.hosts[host].code)
+        let friend = bed.addClient(.join(code), peerID: 2)
+        #expect(bed.network.run(for: .seconds(5)) { $0.hosts[friend].members == [1] })
+        // The member hears nothing for longer than its silence limit: it registers again (the
+        // rendezvous then holds its record at a later version than the member's own), and it
+        // changes its record.
+        silenced = true
+        bed.network.advance(by: .seconds(7))
+        silenced = false
+        bed.network.hosts[host].machine.client.update({ $0.displayName = "renamed" }, now: bed.network.now)
+        updates = 0
+        bed.network.advance(by: .seconds(20))
+        #expect(bed.network.hosts[friend].machine.client.room.members[1]?.displayName == "renamed")
+        #expect(updates <= 3, "\(updates) updates")
+    }
+
     @Test("No rendezvous: registration fails after its timeout")
     func unreachableRendezvous() {
         var bed = OnlineTestbed()

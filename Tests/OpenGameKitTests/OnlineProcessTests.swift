@@ -59,6 +59,20 @@ struct OnlineProcessTests {
         #expect((bob["verification"] as? String)?.count == 9)
     }
 
+    @Test func withUDPBlockedTheSessionsMeetAndTalkOverTCP() async throws {
+        let outcome = try await Self.chat(topology: "--block-udp")
+        let bob = try #require(outcome.connected(outcome.bob), "bob never connected: \(outcome.bob)")
+        #expect(bob["path"] as? String == "relayed")
+        #expect(outcome.paths(outcome.bob).isEmpty)
+        #expect(outcome.received == Self.expected)
+        // Nothing of theirs reached the rendezvous over UDP (the topology drops it all), so
+        // every request and relayed datagram came over TCP; none was refused for its rate.
+        let statistics = try #require(outcome.rendezvous.last { $0["event"] as? String == "statistics" })
+        #expect((statistics["relayedDatagrams"] as? Int ?? 0) > 0)
+        #expect(statistics["allocations"] as? Int == 2)
+        #expect(statistics["droppedRateLimited"] as? Int == 0)
+    }
+
     @Test func behindSymmetricNATsTheSessionsStayOnTheRelay() async throws {
         let outcome = try await Self.chat(topology: "--random-fully")
         let bob = try #require(outcome.connected(outcome.bob), "bob never connected: \(outcome.bob)")

@@ -11,8 +11,9 @@ import NIOCore
     var eventLoop: EventLoop { get }
 
     /// Starts writing the tenant's own datagrams to `socket` (which the tenant must not close),
-    /// bound at `localAddress`.
-    func attach(_ socket: any DatagramSocket<SocketAddress>, localAddress: SocketAddress?)
+    /// bound at `localAddress`. `owner` takes datagrams for the socket's own machine that reach
+    /// the tenant by another way (a TCP stream to its relay).
+    func attach(_ socket: any DatagramSocket<SocketAddress>, localAddress: SocketAddress?, owner: TenantOwner)
 
     /// A datagram whose first byte is not the own machine's. Returns a datagram for the own
     /// machine carried inside it (a relayed one, unwrapped) and the source to give it; nil when
@@ -41,6 +42,19 @@ import NIOCore
     /// The socket is closing: the tenant says its last words (a goodbye to its server) and
     /// stops. The socket closes when the future completes.
     func close() -> EventLoopFuture<Void>
+}
+
+/// How a tenant hands datagrams to the socket's own machine outside a read of the socket.
+@_spi(Machine) public struct TenantOwner: Sendable {
+    /// Takes one datagram, from a source (event loop only).
+    public var receive: @Sendable (ByteBuffer, SocketAddress) -> Void
+    /// The datagrams handed over so far are all there: the machine runs its cycle.
+    public var receiveComplete: @Sendable () -> Void
+
+    public init(receive: @escaping @Sendable (ByteBuffer, SocketAddress) -> Void, receiveComplete: @escaping @Sendable () -> Void) {
+        self.receive = receive
+        self.receiveComplete = receiveComplete
+    }
 }
 
 /// Where a datagram of a socket's own machine goes (``SocketTenant/route(_:)``).

@@ -76,6 +76,10 @@ package struct RoomClient: DatagramMachine {
     private(set) var code: RoomCode?
     private var token: MemberToken?
     private var rosterVersion: UInt32 = 0
+    /// The roster version an UPDATE was last sent for (one per version).
+    private var updatedForRoster: UInt32?
+    /// The record changed while a registration (with the record as it was) was under way.
+    private var recordUnsent = false
     private(set) var members: [UInt32: MemberRecord] = [:]
     private var rosterVersions: [UInt32: UInt16] = [:]
     private var record: MemberRecord
@@ -87,6 +91,8 @@ package struct RoomClient: DatagramMachine {
     private var allocation: Pending?
     private var nextAllocation: NIODeadline?
     private var waitingForRelay = Deque<(UInt32, ByteBuffer)>()
+    /// The room's relay, once known.
+    package var relay: SocketAddress? { self.relayAddress }
     // Server-reflexive address.
     private var stunTransaction: [UInt8]?
     private var stunDue: NIODeadline?
@@ -155,7 +161,11 @@ package struct RoomClient: DatagramMachine {
         guard record != self.record else { return }
         record.version = self.record.version &+ 1
         self.record = record
-        guard self.phase == .member, let room, let token else { return }
+        guard self.phase == .member, let room, let token else {
+            // A registration under way carries the record as it was: sent after it.
+            if case .registering = self.phase { self.recordUnsent = true }
+            return
+        }
         let id = self.random.next()
         // Sent once; the next refresh's roster shows whether it took (else it is sent again then).
         self.outbox.append((self.rendezvousAddress, RendezvousMessage.update(request: id, room: room, token: token, record: record).encoded))
@@ -327,8 +337,14 @@ package struct RoomClient: DatagramMachine {
         }
         for peer in self.fetches.keys.sorted() where !present.contains(peer) { self.fetches[peer] = nil }
         self.rosterVersions = self.rosterVersions.filter { present.contains($0.key) }
-        // Whether the rendezvous has this member's latest record.
-        if let mine = entries.first(where: { $0.peerID == me }), mine.version != self.record.version, let room, let token {
+        // Whether the rendezvous has this member's latest record: if not, it is sent again, with
+        // a version past the rendezvous's (once per roster version, so that the two agree).
+        if let mine = entries.first(where: { $0.peerID == me }), mine.version != self.record.version || self.recordUnsent,
+            self.updatedForRoster != version, let room, let token
+        {
+            self.updatedForRoster = version
+            self.recordUnsent = false
+            self.record.version = max(self.record.version, mine.version &+ 1)
             let id = self.random.next()
             self.outbox.append((self.rendezvousAddress, RendezvousMessage.update(request: id, room: room, token: token, record: self.record).encoded))
         }

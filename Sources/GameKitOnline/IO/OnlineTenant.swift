@@ -14,6 +14,17 @@ import NIOPosix
     private let driver: DatagramDriver<OnlineMachine>
     /// The direct paths, readable per datagram without the driver's lock.
     private let routes = NIOLockedValueBox(Routes())
+    /// TCP streams to the rendezvous and relay, when UDP gets no answer (PROTOCOL §18.12).
+    private let streams = StreamCarrier()
+    private let owner = NIOLockedValueBox<TenantOwner?>(nil)
+    private let fallback = NIOLockedValueBox(Fallback())
+    /// Without an answer over UDP this long after starting, the rendezvous is tried over TCP.
+    static let streamFallbackDelay = TimeAmount.seconds(2)
+
+    struct Fallback {
+        var started = false
+        var opened: Set<SocketAddress> = []
+    }
     /// How long closing waits for the goodbye to leave.
     static let closeFlushLimit = TimeAmount.milliseconds(200)
 
@@ -40,7 +51,11 @@ import NIOPosix
                 random: random.split())
             : nil
         let routes = self.routes
+        let fallback = self.fallback
+        weak var weakSelf: OnlineTenant?
         self.driver = DatagramDriver(machine: OnlineMachine(room: room, paths: paths, random: random.split()), eventLoop: eventLoop) { event in
+            if case .rendezvousLost = event { weakSelf?.useStreams() }
+            if case .joined = event, fallback.withLockedValue({ $0.started }) { weakSelf?.useStreams() }
             if case .pathChanged(let peer, let path) = event {
                 routes.withLockedValue { routes in
                     if let old = routes.direct.removeValue(forKey: peer) { routes.members[old] = nil }
@@ -52,6 +67,7 @@ import NIOPosix
             }
             onEvent(event)
         }
+        weakSelf = self
     }
 
     /// `count` random letters and digits (ICE's ufrag and password alphabet, RFC 8445 §5.3).
@@ -62,11 +78,81 @@ import NIOPosix
 
     // MARK: - SocketTenant
 
-    public func attach(_ socket: any DatagramSocket<SocketAddress>, localAddress: SocketAddress?) {
+    public func attach(_ socket: any DatagramSocket<SocketAddress>, localAddress: SocketAddress?, owner: TenantOwner) {
+        self.owner.withLockedValue { $0 = owner }
         let candidates = localAddress.map(Self.hostCandidates(for:)) ?? []
         _ = self.driver.perform { machine, now in machine.start(hostCandidates: candidates, now: now) }
-        self.driver.attach(socket)
+        self.driver.attach(StreamRoutedSocket(base: socket, carrier: self.streams))
+        self.eventLoop.scheduleTask(in: Self.streamFallbackDelay) { [weak self] in
+            guard let self, self.code == nil else { return }
+            self.useStreams()
+        }
     }
+
+    // MARK: - TCP
+
+    /// Reaches the rendezvous (and the room's relay) over TCP too: each gets a stream, and the
+    /// room client's datagrams to them go down it from then on.
+    func useStreams() {
+        let (rendezvous, relay) = self.driver.read { ($0.room.configuration.rendezvous, $0.room.relay) }
+        let wanted = Set(rendezvous + (relay.map { [$0] } ?? []))
+        let new = self.fallback.withLockedValue { fallback -> [SocketAddress] in
+            fallback.started = true
+            let new = wanted.subtracting(fallback.opened)
+            fallback.opened.formUnion(new)
+            return Array(new)
+        }
+        for address in new { self.openStream(to: address) }
+    }
+
+    private func openStream(to address: SocketAddress) {
+        let carrier = self.streams
+        let driver = self.driver
+        let owner = self.owner.withLockedValue { $0 }
+        let fallback = self.fallback
+        ClientBootstrap(group: self.eventLoop)
+            .connectTimeout(.seconds(5))
+            .channelInitializer { channel in
+                StreamCarrier.configure(channel).flatMapThrowing {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(
+                        StreamFrameHandler(
+                            source: address,
+                            receive: { frame, source in
+                                // As from the socket: relayed datagrams are the transport's.
+                                if frame.getInteger(at: frame.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue {
+                                    let now = driver.eventLoop.now
+                                    if let (payload, peer) = driver.withLockedMachine({ $0.unwrap(frame, from: source, now: now) }) {
+                                        owner?.receive(payload, MemberAddress.of(peer))
+                                    }
+                                } else {
+                                    driver.receive(frame, from: source)
+                                }
+                            },
+                            complete: {
+                                owner?.receiveComplete()
+                                driver.runCycle()
+                            },
+                            closed: { channel in
+                                carrier.remove(channel)
+                                fallback.withLockedValue { _ = $0.opened.remove(address) }
+                            }))
+                }
+            }
+            .connect(to: address)
+            .whenComplete { result in
+                switch result {
+                case .success(let channel):
+                    carrier.add(channel, for: address)
+                    driver.runCycle()
+                case .failure:
+                    fallback.withLockedValue { _ = $0.opened.remove(address) }
+                }
+            }
+    }
+
+    /// Whether the room client's datagrams to `address` go over TCP now.
+    public func usesStream(to address: SocketAddress) -> Bool { self.streams.stream(to: address) != nil }
 
     /// The addresses this socket can be reached at on its own interfaces: the bound address, or
     /// for a wildcard, each interface's (not loopback or link-local ones), with its port.

@@ -12,12 +12,20 @@ import NIOPosix
     public let publicKey: Curve25519.Signing.PublicKey
     private let driver: DatagramDriver<RendezvousServer>
     private let channel: Channel
+    /// The TCP listener on the same port (PROTOCOL §18.12), and its members' streams.
+    private let listener: Channel
+    private let streams: StreamCarrier
 
-    private init(localAddress: SocketAddress, publicKey: Curve25519.Signing.PublicKey, driver: DatagramDriver<RendezvousServer>, channel: Channel) {
+    private init(
+        localAddress: SocketAddress, publicKey: Curve25519.Signing.PublicKey, driver: DatagramDriver<RendezvousServer>, channel: Channel,
+        listener: Channel, streams: StreamCarrier
+    ) {
         self.localAddress = localAddress
         self.publicKey = publicKey
         self.driver = driver
         self.channel = channel
+        self.listener = listener
+        self.streams = streams
     }
 
     /// Binds `address` and starts serving. `onEvent` hears rooms and members come and go, on
@@ -44,10 +52,34 @@ import NIOPosix
             try? await channel.close()
             throw RendezvousServiceError.noLocalAddress
         }
+        // The same port over TCP, for members whose network blocks UDP: each connection is a
+        // source of its own, and what the machine sends there goes down it, framed.
+        let streams = StreamCarrier()
+        let listener: Channel
+        do {
+            listener = try await ServerBootstrap(group: eventLoop)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { child in
+                    guard let source = child.remoteAddress else { return child.close() }
+                    return StreamCarrier.configure(child).flatMapThrowing {
+                        try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+                        try child.pipeline.syncOperations.addHandler(
+                            StreamFrameHandler(
+                                source: source, receive: { driver.receive($0, from: $1) }, complete: { driver.runCycle() },
+                                closed: { streams.remove($0) }))
+                        streams.add(child, for: source)
+                    }
+                }
+                .bind(to: local).get()
+        } catch {
+            try? await channel.close()
+            throw error
+        }
         try await eventLoop.submit {
-            driver.attach(UDPChannelSocket(channel: channel, segmentationOffload: false))
+            driver.attach(StreamRoutedSocket(base: UDPChannelSocket(channel: channel, segmentationOffload: false), carrier: streams))
         }.get()
-        return RendezvousService(localAddress: local, publicKey: signingKey.publicKey, driver: driver, channel: channel)
+        return RendezvousService(
+            localAddress: local, publicKey: signingKey.publicKey, driver: driver, channel: channel, listener: listener, streams: streams)
     }
 
     /// The shared store's news (an instance with ``RendezvousConfiguration/sharedInstance``).
@@ -60,6 +92,7 @@ import NIOPosix
 
     /// Stops serving and closes the socket.
     public func stop() async {
+        try? await self.listener.close()
         _ = await self.driver.shutdown(flushLimit: .milliseconds(100)) { _, _ in }
     }
 }

@@ -129,7 +129,8 @@ struct RoomService {
             }
             self.touch(handle, peerID, from: source, now: now)
             var record = record
-            record.version = self.rooms[handle]!.members[peerID]!.record.version &+ 1
+            // The member's version, or past the stored one (both sides then agree on it).
+            record.version = max(record.version, self.rooms[handle]!.members[peerID]!.record.version &+ 1)
             self.rooms[handle]!.members[peerID]!.record = record
             if self.isShared { self.events.append(.store(.putMember(handle, record, holderKey: self.rooms[handle]!.members[peerID]!.holderKey))) }
             self.rosterChanged(handle, now: now)

@@ -59,7 +59,8 @@ final class EndpointCore: @unchecked Sendable {
         self.socketBox.withLockedValue { $0 = socket }
         if let tenant = self.tenant {
             self.driver.attach(TenantRoutedSocket(base: socket, tenant: tenant))
-            tenant.attach(BorrowedSocket(socket, eventLoop: self.eventLoop), localAddress: channel.localAddress)
+            let owner = TenantOwner(receive: { driver.receive($0, from: $1) }, receiveComplete: { driver.runCycle() })
+            tenant.attach(BorrowedSocket(socket, eventLoop: self.eventLoop), localAddress: channel.localAddress, owner: owner)
         } else {
             self.driver.attach(socket)
         }
