@@ -181,6 +181,8 @@ let package = Package(
             name: "gk-bench",
             dependencies: [
                 "OpenGameKitVoice",
+                "GameKitOnline",
+                .product(name: "Crypto", package: "swift-crypto"),
                 "GameKitTransport",
                 "GameKitVoiceEngine",
                 "OpenGameKit",

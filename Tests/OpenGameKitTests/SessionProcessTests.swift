@@ -210,6 +210,20 @@ struct SessionBenchmarkHarnessTests {
         }
     }
 
+    /// `gk-bench online` runs end to end: every work's line with its figure names.
+    @Test func onlineBenchmarkProducesCompleteJSON() async throws {
+        let result = try await SandboxScript.run("gk-bench online --quick --rounds 3 --seconds 1 --json 2>/dev/null", timeout: 300)
+        let join = try #require(result.objects.first { $0["work"] as? String == "join" }, "\(result.lines)")
+        #expect(join["joined"] as? Int == 3 && join["p50_ms"] is Double && join["p99_ms"] is Double, "\(join)")
+        let first = result.objects.filter { $0["work"] as? String == "first-message" }
+        #expect(Set(first.compactMap { $0["path"] as? String }) == ["relayed", "direct"])
+        #expect(first.allSatisfy { ($0["delivered"] as? Int ?? 0) >= 1 && $0["first_message_ms"] is Double }, "\(first)")
+        #expect(first.first { $0["path"] as? String == "direct" }?["upgrade_ms"] is Double)
+        let throughput = try #require(result.objects.first { $0["work"] as? String == "relay-throughput" }, "\(result.lines)")
+        #expect((throughput["msgs_per_s"] as? Double ?? 0) > 0 && (throughput["direct_msgs_per_s"] as? Double ?? 0) > 0, "\(throughput)")
+        #expect(throughput["ratio_vs_direct"] is Double)
+    }
+
     /// `gk-bench lan` runs end to end: every signal's line with its figure names, no failed round.
     @Test func lanBenchmarkProducesCompleteJSON() async throws {
         let result = try await SandboxScript.run("gk-bench lan --quick --sizes 2 --rounds 1 --probe-seconds 2 --json 2>/dev/null", timeout: 300)

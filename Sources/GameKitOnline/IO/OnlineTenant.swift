@@ -209,7 +209,10 @@ import NIOPosix
 
     public func carry(_ datagram: ByteBuffer, to destination: SocketAddress) {
         guard let peer = MemberAddress.peer(of: destination) else { return }
-        _ = self.driver.perform { machine, now in machine.carry(datagram, to: peer, now: now) }
+        // On the event loop, inside the transport's write: queued under the lock only; the
+        // batch's ``carryComplete()`` runs the cycle that sends them all.
+        let now = self.eventLoop.now
+        self.driver.withLockedMachine { $0.carry(datagram, to: peer, now: now) }
     }
 
     public func carryComplete() {
