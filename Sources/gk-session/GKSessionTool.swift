@@ -165,6 +165,7 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
             line["verification"] = session.verificationCode(forPeer: peerID) ?? ""
             self.paths[peerID] = path
         }
+        if state != .stateConnected { self.paths[peerID] = nil }
         JSONLines.line(line)
         if state == .stateAvailable, !self.connectedOnce, let target = self.connectTarget, target == "any" || target == name {
             self.connectedOnce = true
@@ -203,7 +204,9 @@ final class Agent: GKSessionDelegate, GKSessionDataReceiveHandler, @unchecked Se
     func watchPaths() {
         self.queue.asyncAfter(deadline: .now() + 0.05) { [weak self] in
             guard let self else { return }
-            for peer in self.session.peers(with: .stateConnected) ?? [] {
+            // Only peers whose connection this agent has reported: the session's own state runs
+            // ahead of its delegate calls, and a path line must not come before the connected one.
+            for peer in self.paths.keys.sorted() where self.session.peers(with: .stateConnected)?.contains(peer) == true {
                 guard let path = self.session.path(forPeer: peer), self.paths[peer] != path else { continue }
                 self.paths[peer] = path
                 JSONLines.line(["event": "path", "peer": peer, "name": self.session.displayName(forPeer: peer) ?? "", "path": "\(path)"])

@@ -73,6 +73,42 @@ struct OnlineProcessTests {
         #expect(statistics["droppedRateLimited"] as? Int == 0)
     }
 
+    @Test func garbageToTheRendezvousPortsIsDroppedAndServiceGoesOn() async throws {
+        // Random datagrams of every first byte and size to the UDP port; to the TCP port, random
+        // bytes, a frame longer than allowed, and garbage inside well-formed frames. Then a real
+        // session still makes a room there.
+        let garbage = """
+            import os, random, socket, struct
+            rng = random.Random(16)
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            for i in range(600):
+                u.sendto(bytes([i % 256]) + os.urandom(rng.randrange(0, 1500)), ("127.0.0.1", 7878))
+            for payload in (os.urandom(4000), struct.pack(">H", 0xFFFF) + os.urandom(100),
+                            b"".join(struct.pack(">H", 40) + bytes([13 + k % 3]) + os.urandom(39) for k in range(50))):
+                t = socket.create_connection(("127.0.0.1", 7878))
+                t.sendall(payload)
+                t.close()
+            """
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            gk-rendezvous --listen 127.0.0.1:7878 --stats-interval 1 --duration 30 > $d/r &
+            R=$!
+            for i in $(seq 200); do grep -q listening $d/r && break; sleep 0.05; done
+            python3 -c '\(garbage)'
+            sleep 0.5
+            gk-session --name alice --online new --rendezvous 127.0.0.1:7878 --online-only --seconds 2 --ignore-stdin | sed 's/^/A /'
+            kill -INT $R; wait $R; echo "X {\\"exit\\":$?}"
+            sed 's/^/R /' $d/r; rm -rf $d
+            """,
+            timeout: 60)
+        #expect(result.objects(tagged: "A").contains { $0["event"] as? String == "room" }, "\(result.lines)")
+        #expect(result.objects(tagged: "X").first?["exit"] as? Int == 0)
+        let statistics = try #require(result.objects(tagged: "R").last { $0["event"] as? String == "statistics" })
+        #expect((statistics["droppedMalformed"] as? Int ?? 0) >= 500, "\(statistics)")
+        #expect(statistics["roomsCreated"] as? Int == 1)
+    }
+
     @Test func behindSymmetricNATsTheSessionsStayOnTheRelay() async throws {
         let outcome = try await Self.chat(topology: "--random-fully")
         let bob = try #require(outcome.connected(outcome.bob), "bob never connected: \(outcome.bob)")

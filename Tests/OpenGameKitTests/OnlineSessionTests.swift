@@ -11,10 +11,10 @@ import Testing
 /// through the rendezvous and its relay.
 @Suite("Online sessions through a rendezvous")
 struct OnlineSessionTests {
-    static func rendezvous(_ configuration: RendezvousConfiguration = RendezvousConfiguration()) async throws -> RendezvousService {
+    static func rendezvous(_ configuration: RendezvousConfiguration = RendezvousConfiguration(), host: String = "127.0.0.1") async throws -> RendezvousService {
         try NetworkSandbox.requireIsolation()
         return try await RendezvousService.start(
-            at: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: configuration, signingKey: Curve25519.Signing.PrivateKey())
+            at: try SocketAddress(ipAddress: host, port: 0), configuration: configuration, signingKey: Curve25519.Signing.PrivateKey())
     }
 
     static func session(
@@ -23,8 +23,9 @@ struct OnlineSessionTests {
     ) -> SessionRecorder {
         // Bound as users bind (every address, dual stack): IPv4 peers then appear IPv4-mapped.
         var configuration = GKSession.Configuration()
+        let host = rendezvous.localAddress.protocol == .inet6 ? "[\(rendezvous.localAddress.ipAddress!)]" : rendezvous.localAddress.ipAddress!
         configuration.online = .init(
-            rendezvous: "127.0.0.1:\(rendezvous.localAddress.port!)", room: room, alsoNearby: false, directPaths: directPaths)
+            rendezvous: "\(host):\(rendezvous.localAddress.port!)", room: room, alsoNearby: false, directPaths: directPaths)
         let session = GKSession(sessionID: id, displayName: name, sessionMode: mode, password: password, configuration: configuration)
         let recorder = SessionRecorder(session)
         session.isAvailable = true
@@ -131,6 +132,24 @@ struct OnlineSessionTests {
         await friend.close()
         await host.close()
         await service.stop()
+    }
+
+    @Test func overIPv6TheRoomTheRelayAndTheDirectPathWorkAlike() async throws {
+        let rendezvous = try await Self.rendezvous(host: "::1")
+        let alice = Self.session("Alice", room: .create, rendezvous: rendezvous, directPaths: true)
+        let room = try await alice.session.waitForRoomCode()
+        let bob = Self.session("Bob", room: .join(code: room), rendezvous: rendezvous, directPaths: true)
+        #expect(await bob.waitUntilSees(alice.session))
+        bob.session.connect(toPeer: alice.session.peerID, withTimeout: 10)
+        #expect(await bob.wait(for: .state(alice.session.peerID, .stateConnected)))
+        try bob.session.send(Data("over six".utf8), toPeers: [alice.session.peerID!], with: .reliable)
+        #expect(await alice.wait(for: .data(bob.session.peerID, Data("over six".utf8))))
+        // Their public addresses are IPv6 ones ([::1]): the direct path is IPv6 too.
+        #expect(await Self.eventually { bob.session.path(forPeer: alice.session.peerID) == .direct })
+        #expect(rendezvous.statistics.stunAnswered >= 2)
+        await bob.session.close()
+        await alice.session.close()
+        await rendezvous.stop()
     }
 
     @Test func aWrongCodeFailsTheSessionWithItsReason() async throws {

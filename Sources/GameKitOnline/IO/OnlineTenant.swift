@@ -58,7 +58,7 @@ import NIOPosix
             if case .joined = event, fallback.withLockedValue({ $0.started }) { weakSelf?.useStreams() }
             if case .pathChanged(let peer, let path) = event {
                 routes.withLockedValue { routes in
-                    if let old = routes.direct.removeValue(forKey: peer) { routes.members[old] = nil }
+                    if let old = routes.direct.removeValue(forKey: peer) { routes.members[old.unmappingIPv4] = nil }
                     if case .direct(let address) = path {
                         routes.direct[peer] = address
                         routes.members[address.unmappingIPv4] = peer
