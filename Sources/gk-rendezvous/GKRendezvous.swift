@@ -126,9 +126,11 @@ struct GKRendezvous: AsyncParsableCommand {
         let why = await stop.wait(seconds: self.duration ?? .infinity)
         statistics.cancel()
         await service.stop()
+        // The database's connections are closed, which ends the store's work; it is not waited
+        // for (a query stuck on a dead database must not keep the process alive). Members' rows
+        // expire by themselves: they register again with another instance first.
         commandSink.finish()
         storeTask?.cancel()
-        await storeTask?.value
         await store?.close()
         var last = Self.fields(of: service.statistics)
         last["stopped"] = why

@@ -62,6 +62,8 @@ actor PostgresRooms {
     let configuration: PostgresConnection.Configuration
     let logger: Logger
     private var connection: PostgresConnection?
+    private var listening: PostgresConnection?
+    private var closed = false
     private var service: RendezvousService?
 
     init(instance: String, relay: SocketAddress?, roomLifetimeSeconds: Int, configuration: PostgresConnection.Configuration, logger: Logger) {
@@ -118,9 +120,13 @@ actor PostgresRooms {
         }
     }
 
+    /// Closes both connections (which ends the listening and any query under way).
     func close() async {
-        try? await self.connection?.close()
+        self.closed = true
+        let connections = [self.connection, self.listening].compactMap { $0 }
         self.connection = nil
+        self.listening = nil
+        for connection in connections { try? await connection.close() }
     }
 
     // MARK: - Commands
@@ -211,9 +217,14 @@ actor PostgresRooms {
     /// Listens on its own connection (a listening connection cannot run queries in between),
     /// connecting again after a failure.
     private func listen() async {
-        while !Task.isCancelled {
+        while !Task.isCancelled, !self.closed {
             do {
                 let connection = try await PostgresConnection.connect(configuration: self.configuration, id: 2, logger: self.logger)
+                guard !self.closed else {
+                    try? await connection.close()
+                    return
+                }
+                self.listening = connection
                 defer { Task { try? await connection.close() } }
                 try await connection.listen(on: Self.channel) { notifications in
                     for try await notification in notifications {

@@ -40,4 +40,28 @@ struct OnlineDatabaseTests {
         #expect(states(carol, "alice").first == "available")
         #expect(states(carol, "bob").first == "available")
     }
+
+    /// An instance stops on time, by --duration or SIGTERM, even after its database went away
+    /// under it (once, instances waited for ever on the database's connections).
+    @Test func anInstanceStopsOnTimeEvenWhenItsDatabaseIsGone() async throws {
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d -u /tmp/ogk-pg.XXXXXX)
+            url=$(scripts/postgres start $d)
+            timeout -s KILL 15 gk-rendezvous --listen 127.0.0.1:7878 --database "$url" --instance one --duration 3 > /dev/null &
+            one=$!
+            gk-rendezvous --listen 127.0.0.1:7879 --database "$url" --instance two --duration 60 > /dev/null &
+            two=$!
+            sleep 1
+            scripts/postgres stop $d
+            wait $one; echo "D {\\"exit\\":$?}"
+            kill -TERM $two
+            for i in $(seq 100); do kill -0 $two 2>/dev/null || break; sleep 0.05; done
+            if kill -0 $two 2>/dev/null; then echo 'T {"stopped":false}'; kill -KILL $two; else echo 'T {"stopped":true}'; fi
+            wait
+            """,
+            timeout: 60)
+        #expect(result.objects(tagged: "D").first?["exit"] as? Int == 0, "\(result.lines)")
+        #expect(result.objects(tagged: "T").first?["stopped"] as? Bool == true, "\(result.lines)")
+    }
 }
