@@ -52,6 +52,8 @@ import NIOPosix
             try? await channel.close()
             throw RendezvousServiceError.noLocalAddress
         }
+        // Bursts from many members wait in the kernel while the loop is busy.
+        await SocketBuffers.enlarge(channel, to: 4 << 20)
         // The same port over TCP, for members whose network blocks UDP: each connection is a
         // source of its own, and what the machine sends there goes down it, framed.
         let streams = StreamCarrier()

@@ -132,25 +132,8 @@ public final class TransportEndpoint: Sendable {
                 .channelOption(.datagramReceiveSegmentSize, value: true)
         }
         let channel = try await bootstrap.bind(to: address).get()
-        await Self.enlargeSocketBuffers(channel, to: configuration.socketBufferSize)
+        await SocketBuffers.enlarge(channel, to: configuration.socketBufferSize)
         return channel
-    }
-
-    /// Asks for large kernel buffers: forced beyond the system maximum where permitted
-    /// (CAP_NET_ADMIN), else as large as the system allows.
-    private static func enlargeSocketBuffers(_ channel: Channel, to size: Int) async {
-        let value = SocketOptionValue(clamping: size)
-        for (forced, plain) in [(SO_RCVBUFFORCE, SO_RCVBUF), (SO_SNDBUFFORCE, SO_SNDBUF)] {
-            do {
-                try await channel.setOption(Self.socketOption(forced), value: value).get()
-            } catch {
-                try? await channel.setOption(Self.socketOption(plain), value: value).get()
-            }
-        }
-    }
-
-    private static func socketOption(_ name: CInt) -> ChannelOptions.Types.SocketOption {
-        ChannelOptions.Types.SocketOption(level: NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET), name: NIOBSDSocket.Option(rawValue: name))
     }
 
     // MARK: - Opening links
