@@ -110,11 +110,13 @@ let package = Package(
             ]
         ),
         // A seeded model of a bad network (loss, delay, jitter, reordering, duplication,
-        // corruption) and a UDP relay that applies it. Used by tests and benchmarks only.
+        // corruption) and a UDP relay that applies it, and what the tools share (JSON lines, stop
+        // conditions, HOST:PORT options). Used by tests, benchmarks and the tools, not the libraries.
         .target(
             name: "NetworkImpairment",
             dependencies: [
                 "GameKitMachine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -69,10 +69,10 @@ struct GKRendezvous: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let address = try AddressArgument.parse(self.listen, option: "--listen")
+        let address = try EndpointArgument.parse(self.listen, option: "--listen", allowPortZero: true)
         var configuration = RendezvousConfiguration()
         configuration.relays = self.relay
-        configuration.relayAddress = try self.relayAddress.map { try AddressArgument.parse($0, option: "--relay-address") }
+        configuration.relayAddress = try self.relayAddress.map { try EndpointArgument.parse($0, option: "--relay-address", allowPortZero: false) }
         configuration.memberTimeout = .nanoseconds(Int64(self.memberTimeout * 1e9))
         configuration.roomIdleLifetime = .nanoseconds(Int64(self.roomLifetime * 1e9))
         configuration.maximumMembersPerRoom = self.maxMembers
@@ -169,27 +169,6 @@ struct GKRendezvous: AsyncParsableCommand {
         var fields = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         fields["event"] = "statistics"
         return fields
-    }
-}
-
-/// `HOST:PORT` with IPv6 in brackets; numeric addresses only (no name lookups).
-enum AddressArgument {
-    static func parse(_ text: String, option: String) throws -> SocketAddress {
-        var host = Substring(text)
-        var port = Substring("")
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") {
-            host = text[text.index(after: text.startIndex)..<close]
-            port = text[text.index(close, offsetBy: 2)...]
-        } else if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") {
-            host = text[..<colon]
-            port = text[text.index(after: colon)...]
-        } else {
-            throw ValidationError("\(option) \(text): expected HOST:PORT (IPv6 in brackets, for example [::1]:7878)")
-        }
-        guard let number = Int(port), (0...65_535).contains(number), let address = try? SocketAddress(ipAddress: String(host), port: number) else {
-            throw ValidationError("\(option) \(text): expected a numeric address and a port from 0 to 65535")
-        }
-        return address
     }
 }
 

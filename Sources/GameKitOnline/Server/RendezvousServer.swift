@@ -127,15 +127,14 @@ package struct RendezvousServer: DatagramMachine {
     }
 
     package mutating func handleTimeout(now: NIODeadline) {
-        if now >= self.nextSweep {
+        let sweep = now >= self.nextSweep
+        if sweep {
             self.nextSweep = now + Self.sweepInterval
-            self.rooms.handleTimeout(now: now)
             self.relay.handleTimeout(now: now)
             self.requestBudgets = self.requestBudgets.filter { var bucket = $0.value; return !bucket.isFull(now: now) }
             self.stunBudgets = self.stunBudgets.filter { var bucket = $0.value; return !bucket.isFull(now: now) }
-        } else {
-            self.rooms.handleTimeout(now: now)
         }
+        self.rooms.handleTimeout(now: now, sweep: sweep)
     }
 
     package mutating func pollTransmit(now: NIODeadline, into buffer: inout ByteBuffer) -> SocketAddress? {
@@ -150,13 +149,6 @@ package struct RendezvousServer: DatagramMachine {
     }
 
     package var nextDeadline: NIODeadline? {
-        self.nextSweep.earliestOptional(self.rooms.nextPush)
-    }
-}
-
-extension NIODeadline {
-    func earliestOptional(_ other: NIODeadline?) -> NIODeadline {
-        guard let other else { return self }
-        return Swift.min(self, other)
+        NIODeadline?.some(self.nextSweep).earliest(self.rooms.nextPush)
     }
 }

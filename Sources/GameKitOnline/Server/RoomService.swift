@@ -80,6 +80,8 @@ struct RoomService {
     var statistics = RendezvousStatistics()
     /// Signs relay tickets (nil: this rendezvous hands out none).
     let tickets: TicketIssuer?
+    /// Rooms with a roster push due or being repeated (their members' `nextPush`).
+    private var pushing: Set<RoomHandle> = []
     /// Joins waiting for the shared store, by lookup ID.
     var parked: [UInt64: ParkedJoin] = [:]
     var nextLookup: UInt64 = 0
@@ -277,6 +279,7 @@ struct RoomService {
 
     /// The roster grew a version: every validated member is pushed the new one.
     mutating func rosterChanged(_ handle: RoomHandle, now: NIODeadline) {
+        self.pushing.insert(handle)
         self.rooms[handle]!.version &+= 1
         for peerID in self.rooms[handle]!.members.keys {
             self.rooms[handle]!.members[peerID]!.pushesLeft = Self.pushDelays.count + 1
@@ -302,7 +305,21 @@ struct RoomService {
 
     // MARK: - Time
 
-    mutating func handleTimeout(now: NIODeadline) {
+    /// Pushes what is due; with `sweep`, first removes silent members, expired rooms and
+    /// answers, and forgets refilled guess budgets (every room is visited then only).
+    mutating func handleTimeout(now: NIODeadline, sweep: Bool) {
+        if sweep { self.sweep(now: now) }
+        for handle in self.pushing.sorted(by: { $0.rawValue < $1.rawValue }) {
+            guard self.rooms[handle] != nil else {
+                self.pushing.remove(handle)
+                continue
+            }
+            self.pushRosters(of: handle, now: now)
+            if !self.rooms[handle]!.members.values.contains(where: { $0.nextPush != nil }) { self.pushing.remove(handle) }
+        }
+    }
+
+    private mutating func sweep(now: NIODeadline) {
         for handle in self.rooms.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             let timeout = self.configuration.memberTimeout
             for (peerID, member) in self.rooms[handle]!.members.sorted(by: { $0.key < $1.key }) where member.lastSeen + timeout <= now {
@@ -312,9 +329,7 @@ struct RoomService {
                 let room = self.rooms.removeValue(forKey: handle)!
                 self.codes[CodeKey(sessionKey: room.sessionKey, code: room.code)] = nil
                 self.events.append(.roomExpired(handle))
-                continue
             }
-            self.pushRosters(of: handle, now: now)
         }
         while let (key, expires) = self.answerOrder.first, expires <= now {
             self.answerOrder.removeFirst()
@@ -344,9 +359,12 @@ struct RoomService {
     }
 
     /// The next push due, if any (the sweep for expiry runs on the server's own timer).
+    /// Only rooms with a push under way are looked at: the relay reads this after every
+    /// datagram it forwards.
     var nextPush: NIODeadline? {
         var earliest: NIODeadline?
-        for room in self.rooms.values {
+        for handle in self.pushing {
+            guard let room = self.rooms[handle] else { continue }
             for member in room.members.values { earliest = earliest.earliest(member.nextPush) }
         }
         return earliest

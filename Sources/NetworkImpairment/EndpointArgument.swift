@@ -1,15 +1,16 @@
 import ArgumentParser
 import NIOCore
 
-/// Parses the `HOST:PORT` strings of `--listen` and `--target`.
+/// Parses the `HOST:PORT` options of the project's tools (gk-impair's `--listen` and `--target`,
+/// gk-rendezvous's `--listen` and `--relay-address`).
 ///
 /// IPv6 addresses are written in brackets (`[::1]:9000`) so that the last colon is always
 /// the port separator; a bare IPv6 address is rejected with a hint rather than guessed at.
 /// Only numeric addresses (and `localhost`, meaning 127.0.0.1) are accepted: resolving a
 /// name could send a DNS query, and arguments are parsed before the sandbox check.
-enum EndpointArgument {
+public enum EndpointArgument {
     /// Returns the socket address for `text`, or throws a `ValidationError` naming `option`.
-    static func parse(_ text: String, option: String, allowPortZero: Bool) throws -> SocketAddress {
+    public static func parse(_ text: String, option: String, allowPortZero: Bool) throws -> SocketAddress {
         let (host, portText) = try self.split(text, option: option)
         guard let port = Int(portText), (allowPortZero ? 0 : 1)...65_535 ~= port else {
             let range = allowPortZero ? "0 to 65535" : "1 to 65535"
