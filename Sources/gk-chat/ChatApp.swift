@@ -4,17 +4,25 @@ import OpenGameKit
 /// The application: the picker until a peer is connected, then the chat, then the picker again.
 @MainActor
 final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
-    private let session: GKSession
+    private var session: GKSession
+    /// A new session like the first (for each online room the picker tries).
+    private let makeSession: @MainActor () -> GKSession
     private let mode: GKChat.ChatMode
     private let picker = GKPeerPickerController()
     private var chat: ChatScreen?
     private var finished: CheckedContinuation<Void, Never>?
     private var quitting = false
 
-    init(session: GKSession, mode: GKChat.ChatMode, inviteTimeout: Double) {
-        self.session = session
+    /// `rendezvous`: offer online rooms in the picker, on these rendezvous.
+    init(mode: GKChat.ChatMode, inviteTimeout: Double, rendezvous: [String]? = nil, makeSession: @escaping @MainActor () -> GKSession) {
+        self.session = makeSession()
+        self.makeSession = makeSession
         self.mode = mode
         self.picker.invitationTimeout = inviteTimeout
+        if let rendezvous {
+            self.picker.connectionTypesMask = [.nearby, .online]
+            self.picker.rendezvous = rendezvous
+        }
     }
 
     /// Runs until the user quits.
@@ -55,7 +63,22 @@ final class ChatApp: GKPeerPickerControllerDelegate, GKSessionDelegate {
 
     // The picker calls its delegate on the main queue.
     nonisolated func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession {
-        MainActor.assumeIsolated { self.session }
+        MainActor.assumeIsolated {
+            // The picker puts an online choice in a room before the session starts, so each room
+            // tried gets a new session; so does nearby after a room that failed. A session in a
+            // room stays for the next showing.
+            if type == .online || (self.session.isOnline && self.session.roomCode == nil) {
+                let old = self.session
+                self.session = self.makeSession()
+                Task { await old.close() }
+            }
+            return self.session
+        }
+    }
+
+    nonisolated func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType) {
+        // Asked once: after a chat the picker goes back to the same session's peers.
+        MainActor.assumeIsolated { picker.connectionTypesMask = .nearby }
     }
 
     nonisolated func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {

@@ -14,7 +14,8 @@ struct GKChat: AsyncParsableCommand {
         discussion: """
             Online: start gk-rendezvous somewhere everyone can reach, then one player runs \
             'gk-chat --online --rendezvous HOST:PORT' and tells the others the room code it shows; \
-            they run 'gk-chat --online CODE --rendezvous HOST:PORT'. Once connected, both screens \
+            they run 'gk-chat --online CODE --rendezvous HOST:PORT'. With --rendezvous alone, the \
+            picker offers Nearby or Online and asks for the room. Once connected, both screens \
             show the connection's verification code: read it to each other; if both see the same, \
             nobody is in between.
             """)
@@ -46,15 +47,18 @@ struct GKChat: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Meet in an online room: alone, create one; with a code, join it.", valueName: "CODE"))
     var online: String?
 
-    @Option(help: "The rendezvous for --online: HOST:PORT, or several separated by commas (default: OGK_RENDEZVOUS, else 127.0.0.1:7878).")
+    @Option(help: "The rendezvous for online rooms: HOST:PORT, or several separated by commas (default: OGK_RENDEZVOUS, else 127.0.0.1:7878). Without --online, the picker offers online rooms on it.")
     var rendezvous: String?
 
     @Flag(help: "With --online: do not look for peers on the local network too.")
     var onlineOnly = false
 
     func validate() throws {
-        if self.rendezvous != nil || self.onlineOnly, self.online == nil {
-            throw ValidationError("--rendezvous and --online-only go with --online")
+        if self.onlineOnly, self.online == nil {
+            throw ValidationError("--online-only goes with --online")
+        }
+        if self.rendezvous != nil, self.online == nil, self.mode != .peer {
+            throw ValidationError("--rendezvous without --online offers rooms in the picker, which only --mode peer shows: give --online too")
         }
     }
 
@@ -93,15 +97,17 @@ struct GKChat: AsyncParsableCommand {
         ToolLogging.bootstrap()
         var configuration = GKSession.Configuration(
             interfaceNames: self.interface.isEmpty ? nil : self.interface, relaysBetweenClients: self.mode == .server)
+        let rendezvous = (self.rendezvous ?? ProcessInfo.processInfo.environment["OGK_RENDEZVOUS"] ?? "127.0.0.1:7878")
+            .split(separator: ",").map(String.init)
         if let online = self.online {
-            let rendezvous = self.rendezvous ?? ProcessInfo.processInfo.environment["OGK_RENDEZVOUS"] ?? "127.0.0.1:7878"
             let room: GKSession.Configuration.Online.Room = online == Self.newRoom ? .create : .join(code: online)
-            configuration.online = .init(rendezvous: rendezvous.split(separator: ",").map(String.init), room: room, alsoNearby: !self.onlineOnly)
+            configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: !self.onlineOnly)
         }
-        let session: GKSession = GKSession(
-            sessionID: self.sessionID, displayName: self.name, sessionMode: self.mode.sessionMode, password: self.password,
-            configuration: configuration)
-        let app = ChatApp(session: session, mode: self.mode, inviteTimeout: self.inviteTimeout)
+        let app = ChatApp(
+            mode: self.mode, inviteTimeout: self.inviteTimeout, rendezvous: self.online == nil && self.rendezvous != nil ? rendezvous : nil
+        ) { [sessionID, name, mode, password] in
+            GKSession(sessionID: sessionID, displayName: name, sessionMode: mode.sessionMode, password: password, configuration: configuration)
+        }
         // Ctrl-C (outside the chat screen, which reads it as a key), `kill` and a closed terminal
         // quit as /quit does: the peers are told and the advertisement withdrawn; then the process
         // ends as the signal would have ended it.

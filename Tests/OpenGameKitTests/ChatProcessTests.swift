@@ -69,6 +69,60 @@ struct ChatProcessTests {
         #expect(bob[left...].contains("picker: Searching for nearby peers…"), "\(all)")
     }
 
+    /// The picker's online prompt in line mode: `2` chooses online, `1` creates a room, `2` then
+    /// a line joins with a code. Bob sends his choice and the code at once: the code waits for
+    /// the prompt it belongs to (it is not read as picker commands).
+    @Test func inLineModeThePickerCreatesARoomAndTheOtherJoinsWithItsCode() async throws {
+        let result = try await Self.run(
+            """
+            gk-rendezvous --listen 127.0.0.1:7878 --duration 45 > /dev/null &
+            rendezvous=$!
+            \(Self.start("A", fd: 3, "--name Alice --session-id chat-line-room --rendezvous 127.0.0.1:7878"))
+            \(Self.start("B", fd: 4, "--name Bob --session-id chat-line-room --rendezvous 127.0.0.1:7878"))
+            \(Self.await("A", "picker: How do you want to connect?"))
+            echo 2 >&3
+            \(Self.await("A", "list: 1) Create a room, 2) Join with a code"))
+            echo 1 >&3
+            \(Self.await("A", "waiting for others"))
+            code=$(grep -o 'Room [0-9A-Z]\\{3\\}-[0-9A-Z]\\{3\\}' $d/A | head -1 | cut -c6-)
+            \(Self.await("B", "picker: How do you want to connect?"))
+            printf '2\\njoin\\n%s\\n' "$code" >&4
+            \(Self.await("B", "list: 1) Alice"))
+            echo 1 >&4
+            \(Self.await("A", "Bob wants to connect"))
+            echo a >&3
+            \(Self.await("B", "Connected to Alice"))
+            echo "through the room" >&4
+            \(Self.await("A", "Bob: through the room"))
+            echo /quit >&3
+            echo /quit >&4
+            kill $rendezvous
+            """, tags: ["A", "B"])
+        let alice = Self.output(result, "A")
+        let bob = Self.output(result, "B")
+        let all = result.lines.joined(separator: "\n")
+        let room = try #require(alice.first { $0.hasPrefix("picker: Room ") }, "\(all)")
+        let code = String(room.dropFirst("picker: Room ".count).prefix(7))
+        #expect(bob.contains("picker: Room code: _") && bob.contains("picker: Room code: \(code)_"), "\(all)")
+        #expect(bob.contains("picker: Room \(code): choose a peer to invite"), "\(all)")
+        #expect(alice.contains("chat: Bob: through the room"), "\(all)")
+        // Nothing Bob sent was taken for a picker command on the wrong screen.
+        #expect(!bob.contains { $0.contains("is not a room code") }, "\(all)")
+    }
+
+    @Test func optionsThatDoNotGoTogetherAreRefusedWithTheReason() async throws {
+        let result = try await SandboxScript.run(
+            """
+            gk-chat --online-only 2>&1 | sed 's/^/A /'; echo "A exit ${PIPESTATUS[0]}"
+            gk-chat --mode server --rendezvous 127.0.0.1:7878 2>&1 | sed 's/^/B /'; echo "B exit ${PIPESTATUS[0]}"
+            """)
+        let all = result.lines.joined(separator: "\n")
+        #expect(result.lines(tagged: "A").contains("Error: --online-only goes with --online"), "\(all)")
+        #expect(result.lines(tagged: "A").contains("exit 64"), "\(all)")
+        #expect(result.lines(tagged: "B").contains { $0.hasPrefix("Error: --rendezvous without --online offers rooms in the picker") }, "\(all)")
+        #expect(result.lines(tagged: "B").contains("exit 64"), "\(all)")
+    }
+
     @Test func aDeclineACancelAndATimeoutAreShownOnBothSides() async throws {
         let result = try await Self.run(
             """

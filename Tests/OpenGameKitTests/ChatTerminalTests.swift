@@ -86,6 +86,71 @@ struct ChatTerminalTests {
         }
     }
 
+    /// The picker's own online prompt: Alice creates a room, Bob mistypes its code (told why,
+    /// back to the choice), then types it in the keys that are commands elsewhere; they connect
+    /// through the room (no multicast DNS: the picker's online sessions list members only).
+    @Test func thePickerCreatesARoomAndJoinsOneWithATypedCode() async throws {
+        let result = try await SandboxScript.run(
+            Self.script(
+                """
+                gk-rendezvous --listen 127.0.0.1:7878 --duration 60 > $d/rendezvous &
+                \(Self.launch("a", "Alice", "--session-id tmux-online --rendezvous 127.0.0.1:7878 --seconds 50"))
+                \(Self.launch("b", "Bob", "--session-id tmux-online --rendezvous 127.0.0.1:7878 --seconds 50"))
+                \(Self.await("a", "How do you want to connect"))
+                $T send-keys -t a Down Enter
+                \(Self.await("a", "Join with a code"))
+                \(Self.capture("a", "ROOMS"))
+                $T send-keys -t a Enter
+                \(Self.await("a", "waiting for others"))
+                code=$($T capture-pane -p -t a | grep -o 'Room [0-9A-Z]\\{3\\}-[0-9A-Z]\\{3\\}' | head -1 | cut -c6-)
+                echo "CODE $code"
+                \(Self.await("b", "How do you want to connect"))
+                $T send-keys -t b Down Enter
+                \(Self.await("b", "Join with a code"))
+                $T send-keys -t b Down Enter
+                \(Self.await("b", "Room code: _"))
+                $T send-keys -t b "zzzzzz" Enter
+                \(Self.await("b", "Could not join the room"))
+                \(Self.capture("b", "WRONG"))
+                $T send-keys -t b Down Enter
+                \(Self.await("b", "Room code: _"))
+                $T send-keys -t b "$(echo $code | tr 'A-Z' 'a-z')"
+                \(Self.await("b", "Room code: $code"))
+                $T send-keys -t b Enter
+                \(Self.await("b", "Alice"))
+                \(Self.capture("b", "MEMBERS"))
+                $T send-keys -t b Enter
+                \(Self.await("a", "Bob wants to connect"))
+                $T send-keys -t a a
+                \(Self.await("a", "Connected to Bob"))
+                \(Self.await("b", "Connected to Alice"))
+                $T send-keys -t b "over the room" Enter
+                \(Self.await("a", "Bob: over the room"))
+                \(Self.capture("a", "CHAT-A"))
+                $T send-keys -t a C-c
+                $T send-keys -t b C-c
+                for i in $(seq 200); do [ -s $d/a.stty ] && [ -s $d/b.stty ] && break; sleep 0.05; done
+                kill %1; wait %1
+                sed 's/^/R /' $d/rendezvous
+                """), timeout: 90)
+        let all = result.lines.joined(separator: "\n")
+        let code = try #require(result.lines.first { $0.hasPrefix("CODE ") }.map { String($0.dropFirst(5)) }, "\(all)")
+        #expect(code.count == 7, "\(all)")
+        #expect(Self.screen(result, "ROOMS").contains("Create a room"), "\(all)")
+        #expect(Self.screen(result, "WRONG").contains("Could not join the room: There is no room ZZZ-ZZZ"), "\(all)")
+        let members = Self.screen(result, "MEMBERS")
+        #expect(members.contains("Room \(code): choose a peer to invite") && members.contains("Alice"), "\(all)")
+        let chat = Self.screen(result, "CHAT-A")
+        #expect(chat.contains("Bob: over the room"), "\(all)")
+        #expect(chat.contains("Connected to Bob (relayed") || chat.contains("Connected to Bob (direct"), "\(all)")
+        // The rendezvous refused the wrong code and saw both members join the one room.
+        let log = result.objects(tagged: "R")
+        #expect(log.contains { $0["event"] as? String == "refused" && $0["reason"] as? String == "noSuchRoom" }, "\(all)")
+        let joined = log.filter { $0["event"] as? String == "member_joined" }
+        #expect(Set(joined.compactMap { $0["name"] as? String }) == ["Alice", "Bob"], "\(all)")
+        #expect(Set(joined.compactMap { $0["room"] as? String }).count == 1, "\(all)")
+    }
+
     /// A resize redraws the picker to the new size; a crash (SIGSEGV) still gives the terminal back.
     @Test func aResizeRedrawsAndACrashRestoresTheTerminal() async throws {
         let result = try await SandboxScript.run(

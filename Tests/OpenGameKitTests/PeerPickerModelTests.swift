@@ -61,13 +61,123 @@ struct PeerPickerModelTests {
         #expect(model.screen.phase == .searching)
     }
 
-    @Test func choosingOnlineLeavesTheRestToTheApplication() {
+    /// Online chosen, with the effects of the choice taken: the room choice.
+    static func choosingRoom() -> PeerPickerModel {
         var model = PeerPickerModel(connectionTypes: [.nearby, .online])
         model.start()
         model.handle(.highlight(1))
         model.handle(.choose)
-        #expect(model.takeEffects() == [.selectedConnectionType(.online), .finishedOnline])
-        #expect(model.screen.phase == .finished)
+        // The delegate hears the choice first: dismissing the picker there takes over (the
+        // controller then stops); otherwise the picker asks which room.
+        #expect(model.takeEffects() == [.selectedConnectionType(.online)])
+        #expect(model.screen.phase == .choosingRoom)
+        return model
+    }
+
+    @Test func choosingOnlineAsksWhichRoomAndCreatingOneStartsAnOnlineSession() {
+        var model = Self.choosingRoom()
+        #expect(model.screen.selection == GKPeerPickerRoomChoice.create.index)
+        model.handle(.moveDown)
+        model.handle(.moveDown)  // stays on the last
+        #expect(model.screen.selection == GKPeerPickerRoomChoice.join.index)
+        model.handle(.moveUp)
+        model.handle(.accept)  // means nothing here
+        #expect(model.takeEffects() == [])
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.startOnlineSession(.create)])
+        #expect(model.screen.phase == .searching)
+        model.roomReady(code: "7K3-QXM")
+        #expect(model.screen.roomCode == "7K3-QXM")
+        model.peerChanged(Self.bob, to: .stateAvailable)
+        #expect(model.screen.peers == [Self.bob])
+    }
+
+    @Test func joiningTakesATypedCodeAndRefusesOneThatIsNot() {
+        var model = Self.choosingRoom()
+        model.handle(.highlight(GKPeerPickerRoomChoice.join.index))
+        model.handle(.choose)
+        #expect(model.screen.phase == .enteringCode(""))
+        #expect(model.takeEffects() == [])
+        // Typed text is upper-cased; what cannot be in a code is left out; keys are text here.
+        model.handle(.type("7k3-q"))
+        model.handle(.type("é!x"))
+        #expect(model.screen.phase == .enteringCode("7K3-QX"))
+        model.handle(.moveUp)
+        model.handle(.accept)
+        #expect(model.screen.phase == .enteringCode("7K3-QX"))
+        model.handle(.choose)
+        #expect(model.screen.notice == .invalidRoomCode("7K3-QX"))
+        #expect(model.takeEffects() == [])
+        model.handle(.type("m"))
+        #expect(model.screen.notice == nil)
+        model.handle(.erase)
+        model.handle(.erase)
+        #expect(model.screen.phase == .enteringCode("7K3-Q"))
+        model.handle(.type("XM"))
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.startOnlineSession(.join(code: "7K3-QXM"))])
+        #expect(model.screen.phase == .searching)
+        #expect(model.screen.notice == nil)
+    }
+
+    @Test func aTypedCodeIsBoundedAndErasingNothingIsHarmless() {
+        var model = Self.choosingRoom()
+        model.handle(.highlight(1))
+        model.handle(.choose)
+        model.handle(.erase)
+        #expect(model.screen.phase == .enteringCode(""))
+        model.handle(.type(String(repeating: "A", count: 100)))
+        #expect(model.screen.phase == .enteringCode(String(repeating: "A", count: PeerPickerModel.longestTypedCode)))
+    }
+
+    @Test func escapeStepsBackFromTheCodeAndTheRoomChoiceAndCloseEndsThePicker() {
+        var model = Self.choosingRoom()
+        model.handle(.highlight(1))
+        model.handle(.choose)
+        model.handle(.type("7K3"))
+        model.handle(.cancel)
+        #expect(model.screen.phase == .choosingRoom)
+        #expect(model.screen.selection == GKPeerPickerRoomChoice.join.index)
+        model.handle(.cancel)
+        #expect(model.screen.phase == .choosingConnectionType([.nearby, .online]))
+        #expect(model.screen.selection == 1)
+        #expect(model.takeEffects() == [])
+        var typing = Self.choosingRoom()
+        typing.handle(.highlight(1))
+        typing.handle(.choose)
+        typing.handle(.close)
+        #expect(typing.takeEffects() == [.cancelled])
+        #expect(typing.screen.phase == .finished)
+        var choosing = Self.choosingRoom()
+        choosing.handle(.close)
+        #expect(choosing.takeEffects() == [.cancelled])
+    }
+
+    @Test func aRoomThatCannotBeJoinedGoesBackToTheRoomChoiceWithTheReason() {
+        var model = Self.choosingRoom()
+        model.handle(.highlight(1))
+        model.handle(.choose)
+        model.handle(.type("7K3QXM"))
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.startOnlineSession(.join(code: "7K3QXM"))])
+        model.peerChanged(Self.bob, to: .stateAvailable)
+        model.sessionFailed(reason: "There is no room 7K3-QXM.")
+        #expect(model.screen.phase == .choosingRoom)
+        #expect(model.screen.peers.isEmpty)
+        #expect(model.screen.notice == .roomUnavailable(reason: "There is no room 7K3-QXM."))
+        #expect(model.takeEffects() == [.discardSession])
+        // The next try gets a session anew; a nearby session's failure is still "no network".
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.startOnlineSession(.create)])
+        model.sessionFailed(reason: "unreachable")
+        #expect(model.takeEffects() == [.discardSession])
+        model.handle(.cancel)
+        model.handle(.highlight(0))
+        model.handle(.choose)
+        #expect(model.takeEffects() == [.selectedConnectionType(.nearby), .startSession])
+        model.sessionFailed(reason: "no interface")
+        #expect(model.screen.phase == .noNetwork)
+        #expect(model.takeEffects() == [])
     }
 
     @Test func cancellingTheTypeChoiceCancelsThePicker() {
@@ -278,9 +388,18 @@ struct PeerPickerModelTests {
         #expect(PeerPickerText.status(of: GKPeerPickerScreen(phase: .searching)) == "Searching for nearby peers…")
         #expect(PeerPickerText.rows(of: GKPeerPickerScreen(phase: .choosingConnectionType([.nearby, .online]))) == ["Nearby", "Online"])
         #expect(PeerPickerText.notice(of: GKPeerPickerScreen(phase: .searching, notice: .declined(Self.bob))) == "Bob declined.")
+        #expect(PeerPickerText.rows(of: GKPeerPickerScreen(phase: .choosingRoom)) == ["Create a room", "Join with a code"])
+        #expect(PeerPickerText.rows(of: GKPeerPickerScreen(phase: .enteringCode("7K"), peers: [Self.bob])) == [])
+        #expect(PeerPickerText.status(of: GKPeerPickerScreen(phase: .enteringCode("7K"))) == "Room code: 7K_")
+        #expect(
+            PeerPickerText.notice(of: GKPeerPickerScreen(phase: .enteringCode("7K"), notice: .invalidRoomCode("7K")))
+                == "'7K' is not a room code: six letters and digits, such as 7K3-QXM.")
+        #expect(
+            PeerPickerText.notice(of: GKPeerPickerScreen(phase: .choosingRoom, notice: .roomUnavailable(reason: "No such room.")))
+                == "Could not join the room: No such room.")
         let phases: [GKPeerPickerPhase] = [
-            .choosingConnectionType([.nearby]), .searching, .inviting(Self.bob), .invited(by: Self.bob), .accepting(Self.bob), .noNetwork,
-            .connected(Self.bob), .finished,
+            .choosingConnectionType([.nearby]), .choosingRoom, .enteringCode(""), .searching, .inviting(Self.bob), .invited(by: Self.bob),
+            .accepting(Self.bob), .noNetwork, .connected(Self.bob), .finished,
         ]
         #expect(Set(phases.map { PeerPickerText.status(of: GKPeerPickerScreen(phase: $0)) }).count == phases.count)
     }
@@ -300,6 +419,69 @@ struct PeerPickerModelTests {
         #expect(LinePickerPresenter.actions(for: "0") == [])
         #expect(LinePickerPresenter.actions(for: "Accept") == [.accept])
         #expect(LinePickerPresenter.actions(for: "nonsense") == [])
+    }
+
+    /// Input typed ahead of a switch between commands and text waits for the screen that
+    /// follows (the picker on a queue of its own answers later): a code typed at once after
+    /// choosing "join" is text, not `j`/`k`/`q` commands; a dismissal drops the rest.
+    @Test @MainActor func inputTypedAheadOfTheCodePromptWaitsForIt() {
+        var model = Self.choosingRoom()
+        _ = model.takeEffects()
+        var performed: [GKPeerPickerAction] = []
+        var shown = model.screen  // what the presenter shows: behind the model until told
+        let gate = PickerInputGate<TerminalKey> { key, screen in TerminalPickerPresenter.action(for: key, in: screen.phase).map { [$0] } ?? [] }
+        let perform = { (action: GKPeerPickerAction) -> Bool in
+            performed.append(action)
+            model.handle(action)
+            return true
+        }
+        // Down, Enter (join), then "jkq" and Enter before the prompt is drawn.
+        gate.feed([.down, .enter, .character("j"), .character("k"), .character("q"), .enter], screen: { shown }, perform: perform)
+        #expect(performed == [.moveDown, .choose])
+        #expect(gate.isHolding)
+        shown = model.screen
+        gate.screenShown(screen: { shown }, perform: perform)
+        // "JKQ" typed, then Enter: a choice that might leave the prompt, so the gate waits again.
+        #expect(performed == [.moveDown, .choose, .type("j"), .type("k"), .type("q"), .choose])
+        #expect(model.screen.phase == .enteringCode("JKQ") && model.screen.notice == .invalidRoomCode("JKQ"))
+        shown = model.screen
+        gate.screenShown(screen: { shown }, perform: perform)
+        #expect(!gate.isHolding)
+        // Nothing waits when nothing switches; a gone picker stops the feed.
+        gate.feed([.character("x"), .escape, .character("k"), .enter], screen: { shown }, perform: { action in
+            performed.append(action)
+            return false
+        })
+        #expect(performed.suffix(1) == [.type("x")])
+        gate.feed([.escape, .down], screen: { shown }, perform: perform)
+        #expect(gate.isHolding)
+        gate.reset()
+        #expect(!gate.isHolding)
+    }
+
+    @Test func whileACodeIsTypedKeysAndLinesAreText() {
+        let typing = GKPeerPickerPhase.enteringCode("7K")
+        #expect(TerminalPickerPresenter.action(for: .character("k"), in: typing) == .type("k"))
+        #expect(TerminalPickerPresenter.action(for: .character("q"), in: typing) == .type("q"))
+        #expect(TerminalPickerPresenter.action(for: .backspace, in: typing) == .erase)
+        #expect(TerminalPickerPresenter.action(for: .enter, in: typing) == .choose)
+        #expect(TerminalPickerPresenter.action(for: .escape, in: typing) == .cancel)
+        #expect(TerminalPickerPresenter.action(for: .endOfFile, in: typing) == .close)
+        #expect(TerminalPickerPresenter.action(for: .up, in: typing) == nil)
+        #expect(TerminalPickerPresenter.action(for: .character("k"), in: .choosingRoom) == .moveUp)
+        // A line replaces what was typed; `q` alone goes back (no code is one character).
+        let screen = GKPeerPickerScreen(phase: typing)
+        #expect(LinePickerPresenter.actions(for: "7k3qxm", on: screen) == [.erase, .erase, .type("7k3qxm"), .choose])
+        #expect(LinePickerPresenter.actions(for: "q", on: screen) == [.cancel])
+        let rooms = GKPeerPickerScreen(phase: .choosingRoom)
+        #expect(LinePickerPresenter.actions(for: "join", on: rooms) == [.highlight(1), .choose])
+        #expect(LinePickerPresenter.actions(for: "create", on: rooms) == [.highlight(0), .choose])
+        #expect(LinePickerPresenter.actions(for: "2", on: rooms) == [.highlight(1), .choose])
+        // The actions after which input waits for the next screen (keys or text).
+        #expect(rooms.mayStartOrEndTyping(after: .choose))
+        #expect(screen.mayStartOrEndTyping(after: .choose) && screen.mayStartOrEndTyping(after: .cancel))
+        #expect(!screen.mayStartOrEndTyping(after: .type("x")) && !rooms.mayStartOrEndTyping(after: .moveDown))
+        #expect(!GKPeerPickerScreen(phase: .searching).mayStartOrEndTyping(after: .choose))
     }
 
     @Test func inputIsCutIntoTrimmedLinesAcrossChunks() {

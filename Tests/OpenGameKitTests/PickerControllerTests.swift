@@ -1,7 +1,8 @@
 import Foundation
 import NIOConcurrencyHelpers
+@_spi(Machine) import GameKitOnline
 import NetworkImpairment
-import OpenGameKit
+@testable import OpenGameKit
 import Testing
 
 /// A presenter that draws nothing: it keeps the screens it is given and lets the test act.
@@ -36,6 +37,9 @@ final class RecordingPickerDelegate: @MainActor GKPeerPickerControllerDelegate {
     private(set) var connected: [(peerID: String, session: GKSession)] = []
     private(set) var cancelled = 0
     private(set) var selected: [GKPeerPickerConnectionType] = []
+    private(set) var askedFor: [GKPeerPickerConnectionType] = []
+    /// Takes online over as Game Kit asked: dismisses the picker in `didSelect`.
+    var dismissesOnOnline = false
 
     /// What the application does with the session it is handed (as the lecture does: set its
     /// delegate and data handler).
@@ -43,8 +47,17 @@ final class RecordingPickerDelegate: @MainActor GKPeerPickerControllerDelegate {
 
     init(session: GKSession) { self.session = session }
 
-    func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType) { self.selected.append(type) }
-    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession { self.session }
+    func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType) {
+        self.selected.append(type)
+        if type == .online, self.dismissesOnOnline {
+            picker.delegate = nil
+            picker.dismiss()
+        }
+    }
+    func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession {
+        self.askedFor.append(type)
+        return self.session
+    }
     func peerPickerController(_ picker: GKPeerPickerController, didConnectPeer peerID: String, to session: GKSession) {
         self.connected.append((peerID, session))
         self.onConnect?(peerID, session)
@@ -144,8 +157,9 @@ struct PickerControllerTests {
         await bobApp.session.close()
     }
 
-    @Test func withOnlineOfferedThePickerAsksAndOnlineIsLeftToTheApplication() async throws {
+    @Test func anApplicationThatDismissesThePickerWhenOnlineIsChosenTakesOver() async throws {
         let (picker, presenter, app) = Self.picker("Alice", sessionID: "picker-online")
+        app.dismissesOnOnline = true
         picker.connectionTypesMask = [.nearby, .online]
         picker.show()
         #expect(presenter.last?.phase == .choosingConnectionType([.nearby, .online]))
@@ -154,7 +168,123 @@ struct PickerControllerTests {
         #expect(app.selected == [.online])
         #expect(!picker.isVisible && !presenter.isPresented)
         #expect(app.cancelled == 0 && app.connected.isEmpty)
-        #expect(!app.session.isAvailable)  // never started
+        #expect(!app.session.isAvailable && !app.session.isOnline)  // never started, never put in a room
+        await app.session.close()
+    }
+
+    /// Chooses online, then `room` (and types `code` for a join), on a shown picker.
+    static func chooseRoom(_ presenter: RecordingPresenter, _ room: GKPeerPickerRoomChoice, code: String = "") {
+        presenter.act(.highlight(1))
+        presenter.act(.choose)
+        #expect(presenter.last?.phase == .choosingRoom)
+        presenter.act(.highlight(room.index))
+        presenter.act(.choose)
+        if room == .join {
+            #expect(presenter.last?.phase == .enteringCode(""))
+            presenter.act(.type(code))
+            presenter.act(.choose)
+        }
+    }
+
+    static func address(of rendezvous: RendezvousService) -> String {
+        "\(rendezvous.localAddress.ipAddress!):\(rendezvous.localAddress.port!)"
+    }
+
+    @Test func pickersMeetInARoomOneCreatedAndTheOtherJoinedWithTheTypedCode() async throws {
+        let rendezvous = try await OnlineSessionTests.rendezvous()
+        let id = "picker-room-\(UInt32.random(in: 0...UInt32.max))"
+        // Alice's application gives a session configured for a room already (its rendezvous is
+        // kept, the picker sets the room); Bob's gives a plain one (the picker's rendezvous).
+        var configuration = GKSession.Configuration()
+        configuration.online = .init(rendezvous: Self.address(of: rendezvous), room: .join(code: "000000"), alsoNearby: false)
+        let aliceApp = RecordingPickerDelegate(session: GKSession(sessionID: id, displayName: "Alice", sessionMode: .peer, configuration: configuration))
+        let (bobPicker, bob, bobApp) = Self.picker("Bob", sessionID: id)
+        bobPicker.rendezvous = [Self.address(of: rendezvous)]
+        let alicePicker = GKPeerPickerController()
+        let alice = RecordingPresenter()
+        alicePicker.presenter = alice
+        alicePicker.delegate = aliceApp
+        for picker in [alicePicker, bobPicker] {
+            picker.connectionTypesMask = [.nearby, .online]
+            picker.show()
+        }
+        Self.chooseRoom(alice, .create)
+        #expect(alice.last?.phase == .searching)
+        #expect(aliceApp.selected == [.online] && aliceApp.askedFor == [.online])
+        #expect(await Self.until { alice.last?.roomCode != nil })
+        let code = try #require(alice.last?.roomCode)
+        #expect(aliceApp.session.roomCode == code)
+
+        Self.chooseRoom(bob, .join, code: code.lowercased())
+        #expect(bob.last?.phase == .searching)
+        #expect(bobApp.session.isOnline)
+        #expect(await Self.until { bob.last?.roomCode == code && bob.last?.peers.map(\.displayName) == ["Alice"] })
+        #expect(await Self.until { alice.last?.peers.map(\.displayName) == ["Bob"] })
+        bob.act(.choose)
+        #expect(await Self.until { if case .invited = alice.last?.phase { true } else { false } })
+        alice.act(.accept)
+        #expect(await Self.until { aliceApp.connected.count == 1 && bobApp.connected.count == 1 })
+        #expect(!alicePicker.isVisible && !bobPicker.isVisible)
+        let path = aliceApp.session.path(forPeer: bobApp.session.peerID)
+        #expect(path == .relayed || path == .direct)
+        #expect(rendezvous.statistics.rooms == 1)
+        await aliceApp.session.close()
+        await bobApp.session.close()
+        await rendezvous.stop()
+    }
+
+    @Test func aRoomThatCannotBeJoinedSaysWhyAndTheNextChoiceGetsANewSession() async throws {
+        let rendezvous = try await OnlineSessionTests.rendezvous()
+        // The application implements nothing: the picker's own sessions, the picker's prompt.
+        let application = SilentPickerDelegate()
+        let picker = GKPeerPickerController()
+        let presenter = RecordingPresenter()
+        picker.presenter = presenter
+        picker.delegate = application
+        picker.rendezvous = [Self.address(of: rendezvous)]
+        picker.connectionTypesMask = [.nearby, .online]
+        picker.show()
+        Self.chooseRoom(presenter, .join, code: "ZZZ-ZZZ")
+        let first = try #require(picker.session)
+        #expect(await Self.until { presenter.last?.phase == .choosingRoom })
+        guard case .roomUnavailable(let reason)? = presenter.last?.notice else {
+            Issue.record("no notice: \(String(describing: presenter.last))")
+            return
+        }
+        #expect(reason.contains("There is no room ZZZ-ZZZ"))
+        #expect(picker.session == nil)
+        #expect(await Self.until { first.isAvailable == false })
+        // Create instead: a new session of the picker's, in a new room.
+        presenter.act(.highlight(GKPeerPickerRoomChoice.create.index))
+        presenter.act(.choose)
+        let second = try #require(picker.session)
+        #expect(second !== first && second.isOnline)
+        #expect(await Self.until { presenter.last?.roomCode != nil })
+        #expect(rendezvous.statistics.members == 1)
+        // Dismissed: the picker's own session is closed and leaves the room.
+        picker.dismiss()
+        #expect(await Self.until { rendezvous.statistics.members == 0 })
+        await rendezvous.stop()
+    }
+
+    @Test func anApplicationsSessionAlreadyAvailableCannotJoinARoomAndIsLeftAsItWas() async throws {
+        try NetworkSandbox.requireIsolation()
+        let (picker, presenter, app) = Self.picker("Alice", sessionID: "picker-busy-\(UInt32.random(in: 0...UInt32.max))")
+        app.session.isAvailable = true
+        picker.connectionTypesMask = [.nearby, .online]
+        picker.show()
+        Self.chooseRoom(presenter, .create)
+        #expect(presenter.last?.phase == .choosingRoom)
+        guard case .roomUnavailable(let reason)? = presenter.last?.notice else {
+            Issue.record("no notice: \(String(describing: presenter.last))")
+            return
+        }
+        #expect(reason.contains("already been made available"))
+        #expect(app.session.isAvailable && !app.session.isOnline && picker.session == nil)
+        presenter.act(.cancel)  // back to the type
+        presenter.act(.cancel)  // and out
+        #expect(app.cancelled == 1 && !picker.isVisible)
+        #expect(app.session.isAvailable)  // never the picker's: left as it was
         await app.session.close()
     }
 

@@ -29,10 +29,27 @@ struct OnlineState {
 extension SessionCore {
     // MARK: - Starting
 
+    /// The online room this session uses, if any.
+    var onlineConfiguration: GKSession.Configuration.Online? { self.lock.withLock { self.onlineSettings } }
+
+    /// Puts a session that has not started yet in `room` (the picker's online choice): on the
+    /// rendezvous its configuration names, else on `rendezvous` with room members only (the user
+    /// chose online rather than nearby).
+    func joinBeforeStarting(_ room: GKSession.Configuration.Online.Room, rendezvous: [String]) throws(GKSessionError) {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        guard self.phase == .idle, self.startTask == nil, !self.machine.isAvailable else {
+            throw GKSessionError(.invalidParameterError, "The session has already been made available: it cannot join an online room now.")
+        }
+        var settings = self.onlineSettings ?? GKSession.Configuration.Online(rendezvous: rendezvous, room: room, alsoNearby: false)
+        settings.room = room
+        self.onlineSettings = settings
+    }
+
     /// The room client for this session, sharing the transport's socket, or nil when the session
     /// is not online. Its record carries `livenessKey`'s public half.
     func makeOnlineTenant(livenessPublicKey: [UInt8]) async throws -> OnlineTenant? {
-        guard let online = self.configuration.online else { return nil }
+        guard let online = self.onlineConfiguration else { return nil }
         let request: RoomRequest
         switch online.room {
         case .create:
@@ -182,7 +199,7 @@ extension SessionCore {
     var roomCode: String? { self.lock.withLock { self.online.code?.displayed } }
 
     func waitForRoomCode() async throws(GKSessionError) -> String {
-        guard self.configuration.online != nil else {
+        guard self.onlineConfiguration != nil else {
             throw GKSessionError(.invalidParameterError, "The session is not online: set configuration.online.")
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, GKSessionError>, Never>) in

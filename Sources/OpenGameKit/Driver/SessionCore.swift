@@ -35,7 +35,7 @@ final class SessionCore: @unchecked Sendable {
     var machine: SessionMachine
     private var deliver: (@Sendable ([SessionNotification], DeliveryContext) -> Void)?
     private(set) var phase = Phase.idle
-    private var startTask: Task<GKSessionError?, Never>?
+    private(set) var startTask: Task<GKSessionError?, Never>?
     private var disconnectTimeout: TimeAmount
     private var discovery: DiscoveryEndpoint?
     private var registration: ServiceRegistration?
@@ -54,6 +54,8 @@ final class SessionCore: @unchecked Sendable {
     var lastFailures: [UInt32: GKSessionError] = [:]
     /// The online room and the LAN sightings merged with it (SessionCore+Online.swift).
     var online = OnlineState()
+    /// The configuration's online room, or the one the picker chose before the session started.
+    var onlineSettings: GKSession.Configuration.Online?
 
     /// What the notifications of one batch need besides themselves.
     struct DeliveryContext: Sendable {
@@ -84,6 +86,7 @@ final class SessionCore: @unchecked Sendable {
         self.serviceType = serviceType
         self.password = password
         self.configuration = configuration
+        self.onlineSettings = configuration.online
         self.disconnectTimeout = disconnectTimeout
         self.machine = SessionMachine(identity: identity, links: self.slot)
     }
@@ -188,7 +191,7 @@ final class SessionCore: @unchecked Sendable {
             let endpoint = try await self.bindTransport()
             self.slot.install(endpoint)
             // An online session that keeps to its room uses no multicast DNS at all.
-            let nearby = self.configuration.online?.alsoNearby ?? true
+            let nearby = self.onlineConfiguration?.alsoNearby ?? true
             let discovery = nearby ? try await SharedDiscovery.shared.acquire(interfaces: self.configuration.interfaceNames) : nil
             self.logger.debug("started", metadata: [
                 "transport": "\(endpoint.localAddress)", "service": "\(self.serviceType)",

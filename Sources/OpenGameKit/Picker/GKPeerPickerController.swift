@@ -23,6 +23,7 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
         weak var delegate: (any GKPeerPickerControllerDelegate)?
         var queue = DispatchQueue.main
         var invitationTimeout: TimeInterval = 30
+        var rendezvous = GKPeerPickerController.defaultRendezvous
         var presenter: (any GKPeerPickerPresenter)?
         var isVisible = false
         /// Counts `show()`s: work queued for an earlier showing finds a newer number and stops.
@@ -50,7 +51,9 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
     // MARK: - Game Kit's properties and methods
 
     /// The connection types offered; `.nearby` by default. With `.online` as well the picker first
-    /// asks which, and choosing online leaves the rest to the application. As in Game Kit, a mask
+    /// asks which. After online, an application that dismisses the picker in `didSelect` shows
+    /// its own interface (Game Kit's contract); otherwise the picker asks whether to create a room
+    /// or join one with its code, on ``rendezvous``. As in Game Kit, a mask
     /// without `.nearby` is a programming error: the program stops with a message (Game Kit threw
     /// an exception).
     open var connectionTypesMask: GKPeerPickerConnectionType {
@@ -101,6 +104,24 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
     public var invitationTimeout: TimeInterval {
         get { self.state.withLockedValue { $0.invitationTimeout } }
         set { self.state.withLockedValue { $0.invitationTimeout = newValue } }
+    }
+
+    /// The rendezvous of the picker's online rooms, `HOST:PORT` (several are tried in order; a
+    /// Swift-only addition). By default the comma-separated list in the `OGK_RENDEZVOUS`
+    /// environment variable, else `127.0.0.1:7878` (a `gk-rendezvous` on this machine). Such a
+    /// session lists the room's members only (the user chose online, not nearby); a session the
+    /// delegate gives that is configured online already keeps its own settings but the room.
+    public var rendezvous: [String] {
+        get { self.state.withLockedValue { $0.rendezvous } }
+        set { self.state.withLockedValue { $0.rendezvous = newValue } }
+    }
+
+    /// `OGK_RENDEZVOUS`'s addresses, else a rendezvous on this machine.
+    static var defaultRendezvous: [String] {
+        let listed = (ProcessInfo.processInfo.environment["OGK_RENDEZVOUS"] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        return listed.isEmpty ? ["127.0.0.1:\(GKSession.Configuration.Online.defaultPort)"] : listed
     }
 
     /// What draws the picker (a Swift-only addition); nil until `show()` picks the default for
@@ -195,8 +216,8 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
                     state.model.connectionRequested(by: peer)
                 case .failed(let peer, let error):
                     state.model.connectionFailed(with: peer, error: error)
-                case .sessionFailed:
-                    state.model.sessionFailed()
+                case .sessionFailed(let error):
+                    state.model.sessionFailed(reason: (error as? GKSessionError)?.localizedDescription ?? "\(error)")
                 }
                 return true
             }
@@ -218,6 +239,10 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
                 self.delegate?.peerPickerController(self, didSelect: type)
             case .startSession:
                 self.startSession(showing)
+            case .startOnlineSession(let room):
+                self.startSession(showing, online: room)
+            case .discardSession:
+                self.discardSession(showing)
             case .retrySession:
                 session?.isAvailable = false
                 session?.isAvailable = true
@@ -243,9 +268,6 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
                 self.dismiss()
                 self.delegate?.peerPickerControllerDidCancel(self)
                 return
-            case .finishedOnline:
-                self.dismiss()
-                return
             }
         }
         let update = self.state.withLockedValue { state -> (GKPeerPickerScreen, (any GKPeerPickerPresenter)?)? in
@@ -256,8 +278,22 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
         self.drawing.run(on: .main) { MainActor.assumeIsolated { presenter.update(screen) } }
     }
 
-    private func startSession(_ showing: UInt64) {
-        let session = self.delegate?.peerPickerController(self, sessionFor: .nearby) ?? self.makeDefaultSession()
+    /// Gets the session and makes it available: nearby, or in the online `room`.
+    private func startSession(_ showing: UInt64, online room: GKSession.Configuration.Online.Room? = nil) {
+        let session = self.delegate?.peerPickerController(self, sessionFor: room == nil ? .nearby : .online) ?? self.makeDefaultSession()
+        if let room {
+            do {
+                try session.core.joinBeforeStarting(room, rendezvous: self.rendezvous)
+            } catch {
+                // An application's session already in use: the user may go back, or cancel.
+                self.state.withLockedValue { state in
+                    if state.ownSession !== session { state.ownSession = nil }
+                    guard state.isVisible, state.showing == showing else { return }
+                    state.model.sessionFailed(reason: error.localizedDescription)
+                }
+                return
+            }
+        }
         let events = PickerSessionEvents(picker: self, showing: showing)
         let live = self.state.withLockedValue { state -> Bool in
             guard state.isVisible, state.showing == showing else { return false }
@@ -289,6 +325,22 @@ open class GKPeerPickerController: NSObject, @unchecked Sendable {
                 state.model.peerChanged(GKPeerPickerPeer(peerID: peerID, displayName: session.displayName(forPeer: peerID) ?? peerID), to: .stateAvailable)
             }
         }
+    }
+
+    /// The online session could not join its room: closed if the picker made it, else made
+    /// unavailable and handed back; the next choice gets a session anew.
+    private func discardSession(_ showing: UInt64) {
+        let taken = self.state.withLockedValue { state -> Ended? in
+            guard state.isVisible, state.showing == showing else { return nil }
+            let taken = Ended(
+                session: state.session, ownsSession: state.session != nil && state.session === state.ownSession,
+                events: state.events, presenter: nil, retained: nil)
+            state.session = nil
+            state.ownSession = nil
+            state.events = nil
+            return taken
+        }
+        if let taken { self.release(taken) }
     }
 
     /// A peer is connected: the picker goes away, the application gets the session, and a

@@ -6,7 +6,8 @@ public struct GKPeerPickerConnectionType: OptionSet, Sendable, Hashable {
     /// A mask from its bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
 
-    /// Over the Internet: the picker only reports the choice; the application does the rest.
+    /// Over the Internet: the application may take over when told of the choice (Game Kit's
+    /// contract); otherwise the picker offers to create an online room or join one by its code.
     public static let online = GKPeerPickerConnectionType(rawValue: 1 << 0)
     /// Peers on the local network, found with Bonjour: the picker does everything.
     public static let nearby = GKPeerPickerConnectionType(rawValue: 1 << 1)
@@ -18,12 +19,16 @@ public struct GKPeerPickerConnectionType: OptionSet, Sendable, Hashable {
 /// unless changed, like Game Kit's.
 public protocol GKPeerPickerControllerDelegate: AnyObject {
     /// The user chose a connection type (asked only when `connectionTypesMask` has more than one).
-    /// After `.online` the picker dismisses itself: the application shows its own interface.
+    /// For `.online`, an application with an interface of its own dismisses the picker here, as
+    /// Game Kit asked; if the picker is still shown when this returns, it asks whether to create
+    /// an online room or join one with its code (``GKPeerPickerController/rendezvous``), then
+    /// lists the room's members like nearby peers.
     func peerPickerController(_ picker: GKPeerPickerController, didSelect type: GKPeerPickerConnectionType)
     /// The session the picker should use. The picker sets itself as the session's delegate while
     /// it is visible and makes the session available. The default, as in Game Kit, is a new
     /// `.peer` session with the default session ID and display name, which the picker closes if
-    /// it is dismissed before a peer connects.
+    /// it is dismissed before a peer connects. For `.online`, a session that has not been made
+    /// available yet is put in the room the user chose (one already available cannot be).
     func peerPickerController(_ picker: GKPeerPickerController, sessionFor type: GKPeerPickerConnectionType) -> GKSession
     /// A peer is connected: the application takes the session over (its delegate and data
     /// handler are the application's to set) and the picker has dismissed itself. A delegate the
@@ -62,7 +67,12 @@ public struct GKPeerPickerPeer: Hashable, Sendable {
 public enum GKPeerPickerPhase: Hashable, Sendable {
     /// Asking which kind of connection; the options, in order.
     case choosingConnectionType([GKPeerPickerConnectionType])
-    /// Listing the available peers.
+    /// Online: create a room or join one with its code; the options are
+    /// the cases of ``GKPeerPickerRoomChoice``, in order.
+    case choosingRoom
+    /// Online: the user types the room's code (what is typed so far).
+    case enteringCode(String)
+    /// Listing the available peers (nearby ones, and an online room's members).
     case searching
     /// Our invitation to this peer is waiting for its answer.
     case inviting(GKPeerPickerPeer)
@@ -88,6 +98,21 @@ public enum GKPeerPickerNotice: Hashable, Sendable {
     case withdrawn(GKPeerPickerPeer)
     /// The connection with the peer failed for another reason.
     case failed(GKPeerPickerPeer, reason: String)
+    /// What was typed is not a room code.
+    case invalidRoomCode(String)
+    /// The session could not join the online room: a wrong or expired code, no rendezvous.
+    case roomUnavailable(reason: String)
+}
+
+/// The picker's online choices.
+public enum GKPeerPickerRoomChoice: Int, CaseIterable, Sendable {
+    /// A new room, whose code the picker shows for friends to join.
+    case create
+    /// A friend's room, by its code.
+    case join
+
+    /// Its row in ``GKPeerPickerPhase/choosingRoom``.
+    public var index: Int { self.rawValue }
 }
 
 /// Everything a presenter draws: the phase, the live list, the highlighted row, a notice.
@@ -95,7 +120,8 @@ public struct GKPeerPickerScreen: Hashable, Sendable {
     public var phase: GKPeerPickerPhase
     /// The available peers, sorted by display name.
     public var peers: [GKPeerPickerPeer]
-    /// The highlighted row: of `peers` while searching, of the options while choosing a type.
+    /// The highlighted row: of `peers` while searching, of the options while choosing a type or
+    /// a room.
     public var selection: Int
     public var notice: GKPeerPickerNotice?
     /// The code of the online room the session is in, once known (friends join with it).
@@ -124,11 +150,17 @@ public enum GKPeerPickerAction: Hashable, Sendable {
     case moveUp, moveDown
     /// Highlight a row by its index.
     case highlight(Int)
-    /// Enter: choose the highlighted type, invite the highlighted peer, or retry without network.
+    /// Enter: choose the highlighted type or room choice, join the room whose code was typed,
+    /// invite the highlighted peer, or retry without network.
     case choose
+    /// Text typed while entering a room code (letters, digits, hyphens and spaces are kept).
+    case type(String)
+    /// Backspace while entering a room code.
+    case erase
     /// Accept or decline the invitation shown.
     case accept, decline
-    /// Esc: withdraw our invitation, decline the one shown, or leave the picker.
+    /// Esc: withdraw our invitation, decline the one shown, go back from the room choice or the
+    /// code, or leave the picker.
     case cancel
     /// Leave the picker whatever it shows (Ctrl-C, end of input): an invitation of ours is
     /// withdrawn, one shown is declined.

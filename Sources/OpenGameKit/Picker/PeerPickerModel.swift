@@ -1,3 +1,5 @@
+import GameKitOnline
+
 /// The peer picker's state machine, without I/O: user actions and session events in, a screen
 /// and effects (session calls, delegate calls) out. `GKPeerPickerController` performs the effects;
 /// tests drive it directly. Every transition is listed in docs/PROTOCOL.md §15.
@@ -18,13 +20,22 @@ struct PeerPickerModel: Sendable {
         case connected(GKPeerPickerPeer)
         /// The user cancelled: dismiss and tell the delegate.
         case cancelled
-        /// The application handles an online connection: dismiss.
-        case finishedOnline
+        /// Get a session for an online room (the delegate's `sessionFor(.online)`, or a default
+        /// one), put it in this room and make it available.
+        case startOnlineSession(GKSession.Configuration.Online.Room)
+        /// Let go of the session that could not join its room (closed if the picker made it).
+        case discardSession
     }
+
+    /// The longest room code the user may type (a code is six characters; hyphens and spaces
+    /// may be typed between them).
+    static let longestTypedCode = 12
 
     private(set) var screen: GKPeerPickerScreen
     private var effects: [Effect] = []
     private let connectionTypes: GKPeerPickerConnectionType
+    /// Whether the session in use is in an online room.
+    private var isOnline = false
 
     init(connectionTypes: GKPeerPickerConnectionType) {
         self.connectionTypes = connectionTypes
@@ -68,12 +79,37 @@ struct PeerPickerModel: Sendable {
             let type = options[min(self.screen.selection, options.count - 1)]
             self.effects.append(.selectedConnectionType(type))
             if type == .online {
-                self.screen = GKPeerPickerScreen(phase: .finished)
-                self.effects.append(.finishedOnline)
+                // The application may dismiss the picker in `didSelect` and show its own
+                // interface (Game Kit's contract); if it does not, the picker asks which room.
+                self.screen = GKPeerPickerScreen(phase: .choosingRoom)
             } else {
                 self.screen = GKPeerPickerScreen(phase: .searching)
                 self.effects.append(.startSession)
             }
+        case (.choosingRoom, .moveUp), (.choosingRoom, .moveDown), (.choosingRoom, .highlight):
+            self.move(action, count: GKPeerPickerRoomChoice.allCases.count)
+        case (.choosingRoom, .choose):
+            switch GKPeerPickerRoomChoice.allCases[min(self.screen.selection, GKPeerPickerRoomChoice.allCases.count - 1)] {
+            case .create: self.startOnline(.create)
+            case .join: self.screen = GKPeerPickerScreen(phase: .enteringCode(""))
+            }
+        case (.choosingRoom, .cancel):
+            self.screen = GKPeerPickerScreen(phase: .choosingConnectionType([.nearby, .online]), selection: 1)
+        case (.enteringCode(let text), .type(let typed)):
+            let kept = typed.uppercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == " ") }
+            self.screen.phase = .enteringCode(String((text + kept).prefix(Self.longestTypedCode)))
+            self.screen.notice = nil
+        case (.enteringCode(let text), .erase):
+            self.screen.phase = .enteringCode(String(text.dropLast()))
+            self.screen.notice = nil
+        case (.enteringCode(let text), .choose):
+            if RoomCode(text) != nil {
+                self.startOnline(.join(code: text))
+            } else {
+                self.screen.notice = .invalidRoomCode(text)
+            }
+        case (.enteringCode, .cancel):
+            self.screen = GKPeerPickerScreen(phase: .choosingRoom, selection: GKPeerPickerRoomChoice.join.index)
         case (.searching, .moveUp), (.searching, .moveDown), (.searching, .highlight):
             self.move(action, count: self.screen.peers.count)
         case (.searching, .choose):
@@ -111,6 +147,12 @@ struct PeerPickerModel: Sendable {
         default:
             break  // an action that means nothing here
         }
+    }
+
+    private mutating func startOnline(_ room: GKSession.Configuration.Online.Room) {
+        self.screen = GKPeerPickerScreen(phase: .searching)
+        self.isOnline = true
+        self.effects.append(.startOnlineSession(room))
     }
 
     private mutating func move(_ action: GKPeerPickerAction, count: Int) {
@@ -188,11 +230,21 @@ struct PeerPickerModel: Sendable {
         }
     }
 
-    /// `session(_:didFailWithError:)`: the session cannot be made available.
-    mutating func sessionFailed() {
+    /// `session(_:didFailWithError:)`: the session cannot be made available; `reason` says
+    /// why. An online session goes back to the room choice with the reason (a wrong code, no
+    /// rendezvous): the next choice gets a new session.
+    mutating func sessionFailed(reason: String = "") {
         switch self.screen.phase {
-        case .finished, .connected: return
-        default: self.screen = GKPeerPickerScreen(phase: .noNetwork)
+        case .finished, .connected:
+            return
+        default:
+            if self.isOnline {
+                self.isOnline = false
+                self.screen = GKPeerPickerScreen(phase: .choosingRoom, notice: .roomUnavailable(reason: reason))
+                self.effects.append(.discardSession)
+            } else {
+                self.screen = GKPeerPickerScreen(phase: .noNetwork)
+            }
         }
     }
 

@@ -7,7 +7,7 @@ extension GKSession.Configuration {
     /// traffic is encrypted end to end; the rendezvous and its relay see neither keys nor data.
     public struct Online: Sendable, Equatable {
         /// Which room.
-        public enum Room: Sendable, Equatable {
+        public enum Room: Sendable, Hashable {
             /// A new room: its code (``GKSession/roomCode``) is given to friends.
             case create
             /// The room with this code (six characters, e.g. `7K3-QXM`; case, `I`/`L`/`O` and
@@ -66,8 +66,9 @@ extension GKSession {
         }
     }
 
-    /// Whether the session is configured for an online room (``Configuration/online``).
-    public var isOnline: Bool { self.core.configuration.online != nil }
+    /// Whether the session is configured for an online room (``Configuration/online``, or the
+    /// peer picker's online choice).
+    public var isOnline: Bool { self.core.onlineConfiguration != nil }
 
     /// The code of the session's online room, once the rendezvous has answered (nil before,
     /// and for a session that is not online). Give it to the friends who should join.

@@ -2,7 +2,8 @@ import Foundation
 
 /// The picker as a full-screen terminal interface: raw mode on the alternate screen, a live list
 /// with the highlighted row in reverse video, a spinner while searching or waiting, a clean redraw
-/// when the window is resized; ↑/↓ or j/k, Enter, Esc or q, a/d for invitations, r to retry.
+/// when the window is resized; ↑/↓ or j/k, Enter, Esc or q, a/d for invitations, r to retry;
+/// while a room code is typed, keys are text (Backspace erases, Enter joins, Esc goes back).
 /// The terminal is restored when the picker is dismissed, and on exit, Ctrl-C or a crash.
 @MainActor
 public final class TerminalPickerPresenter: GKPeerPickerPresenter {
@@ -14,12 +15,16 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
     private var ticker: DispatchSourceTimer?
     private var resizes: DispatchSourceSignal?
     private var frame = 0
+    private let gate = PickerInputGate<TerminalKey> { key, screen in
+        TerminalPickerPresenter.action(for: key, in: screen.phase).map { [$0] } ?? []
+    }
 
     public init() {}
 
     public func present(_ screen: GKPeerPickerScreen, actions: @escaping @MainActor (GKPeerPickerAction) -> Void) {
         self.screen = screen
         self.actions = actions
+        self.gate.reset()
         TerminalScreen.shared.enter()
         StandardInput.shared.listen { [weak self] chunk in self?.input(chunk) }
         let ticker = DispatchSource.makeTimerSource(queue: .main)
@@ -40,11 +45,13 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
     public func update(_ screen: GKPeerPickerScreen) {
         self.screen = screen
         self.draw()
+        self.gate.screenShown(screen: { self.screen }, perform: self.perform)
     }
 
     public func dismiss() {
         guard self.actions != nil else { return }
         self.actions = nil
+        self.gate.reset()
         self.ticker?.cancel()
         self.ticker = nil
         self.resizes?.cancel()
@@ -63,16 +70,29 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
     private func input(_ chunk: StandardInput.Chunk) {
         guard let actions = self.actions else { return }
         guard case .bytes(let bytes) = chunk else { return actions(.close) }
-        for key in self.decoder.keys(from: bytes) {
-            guard let action = Self.action(for: key) else { continue }
-            actions(action)
-            if self.actions == nil { return }  // dismissed by that action
-        }
+        self.gate.feed(self.decoder.keys(from: bytes), screen: { self.screen }, perform: self.perform)
     }
 
-    /// The picker's keys.
-    nonisolated static func action(for key: TerminalKey) -> GKPeerPickerAction? {
-        switch key {
+    /// Passes an action on; false once the picker is gone (dismissed by an earlier action).
+    private func perform(_ action: GKPeerPickerAction) -> Bool {
+        guard let actions = self.actions else { return false }
+        actions(action)
+        return true
+    }
+
+    /// The picker's keys in `phase`: commands, or text while a room code is typed.
+    nonisolated static func action(for key: TerminalKey, in phase: GKPeerPickerPhase = .searching) -> GKPeerPickerAction? {
+        if case .enteringCode = phase {
+            switch key {
+            case .character(let character): return .type(String(character))
+            case .backspace: return .erase
+            case .enter: return .choose
+            case .escape: return .cancel
+            case .interrupt, .endOfFile: return .close
+            default: return nil
+            }
+        }
+        return switch key {
         case .up, .character("k"): .moveUp
         case .down, .character("j"), .tab: .moveDown
         case .enter, .character("r"), .character("R"): .choose
@@ -97,7 +117,7 @@ public final class TerminalPickerPresenter: GKPeerPickerPresenter {
         let list = PeerPickerText.rows(of: self.screen)
         let listShown: Bool
         switch self.screen.phase {
-        case .choosingConnectionType, .searching: listShown = true
+        case .choosingConnectionType, .choosingRoom, .searching: listShown = true
         default: listShown = false
         }
         if listShown {
