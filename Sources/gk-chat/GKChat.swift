@@ -20,9 +20,6 @@ struct GKChat: AsyncParsableCommand {
             nobody is in between.
             """)
 
-    /// `--online` alone means a new room (the parser needs a value: see ``main()``).
-    static let newRoom = "new"
-
     @Option(help: "Your display name (default: the host name).")
     var name: String?
 
@@ -44,40 +41,18 @@ struct GKChat: AsyncParsableCommand {
     @Option(help: "Quit after this many seconds (for scripts).")
     var seconds: Double?
 
-    @Option(help: ArgumentHelp("Meet in an online room: alone, create one; with a code, join it.", valueName: "CODE"))
-    var online: String?
-
-    @Option(help: "The rendezvous for online rooms: HOST:PORT, or several separated by commas (default: OGK_RENDEZVOUS, else 127.0.0.1:7878). Without --online, the picker offers online rooms on it.")
-    var rendezvous: String?
-
-    @Flag(help: "With --online: do not look for peers on the local network too.")
-    var onlineOnly = false
+    /// `--online`, `--rendezvous` (alone: the picker offers online rooms on it), `--online-only`.
+    @OptionGroup var online: OnlineArguments
 
     func validate() throws {
-        if self.onlineOnly, self.online == nil {
-            throw ValidationError("--online-only goes with --online")
-        }
-        if self.rendezvous != nil, self.online == nil, self.mode != .peer {
+        if self.online.rendezvous != nil, !self.online.isOnline, self.mode != .peer {
             throw ValidationError("--rendezvous without --online offers rooms in the picker, which only --mode peer shows: give --online too")
         }
     }
 
     /// `--online` may stand without its code: it then means a new room.
     static func main() async {
-        var arguments = Array(CommandLine.arguments.dropFirst())
-        if let index = arguments.firstIndex(of: "--online"), index == arguments.count - 1 || arguments[index + 1].hasPrefix("-") {
-            arguments.insert(Self.newRoom, at: index + 1)
-        }
-        do {
-            var command = try Self.parseAsRoot(arguments)
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            Self.exit(withError: error)
-        }
+        await OnlineArguments.main(Self.self)
     }
 
     enum ChatMode: String, ExpressibleByArgument, CaseIterable {
@@ -97,14 +72,13 @@ struct GKChat: AsyncParsableCommand {
         ToolLogging.bootstrap()
         var configuration = GKSession.Configuration(
             interfaceNames: self.interface.isEmpty ? nil : self.interface, relaysBetweenClients: self.mode == .server)
-        let rendezvous = (self.rendezvous ?? ProcessInfo.processInfo.environment["OGK_RENDEZVOUS"] ?? "127.0.0.1:7878")
-            .split(separator: ",").map(String.init)
-        if let online = self.online {
-            let room: GKSession.Configuration.Online.Room = online == Self.newRoom ? .create : .join(code: online)
-            configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: !self.onlineOnly)
+        let rendezvous = self.online.rendezvousAddresses()
+        if self.online.isOnline {
+            let room: GKSession.Configuration.Online.Room = self.online.joinCode.map { .join(code: $0) } ?? .create
+            configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: !self.online.onlineOnly)
         }
         let app = ChatApp(
-            mode: self.mode, inviteTimeout: self.inviteTimeout, rendezvous: self.online == nil && self.rendezvous != nil ? rendezvous : nil
+            mode: self.mode, inviteTimeout: self.inviteTimeout, rendezvous: !self.online.isOnline && self.online.rendezvous != nil ? rendezvous : nil
         ) { [sessionID, name, mode, password] in
             GKSession(sessionID: sessionID, displayName: name, sessionMode: mode.sessionMode, password: password, configuration: configuration)
         }

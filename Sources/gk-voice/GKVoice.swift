@@ -1,4 +1,5 @@
 import ArgumentParser
+import NetworkImpairment
 
 /// gk-voice: the voice chat demo of the lecture notes (`gk-voice demo`, the default), and a
 /// headless call over a rendezvous server for scripts (`gk-voice call`).
@@ -9,4 +10,9 @@ struct GKVoice: AsyncParsableCommand {
         abstract: "Talk to a peer: find it with the picker, then a voice chat (the Game Kit lecture's voice demo).",
         subcommands: [DemoCommand.self, CallCommand.self],
         defaultSubcommand: DemoCommand.self)
+
+    /// `--online` may stand without its code: it then means a new room.
+    static func main() async {
+        await OnlineArguments.main(Self.self)
+    }
 }

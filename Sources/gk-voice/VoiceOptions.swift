@@ -55,6 +55,18 @@ struct VoiceOptions: ParsableArguments {
         return configuration
     }
 
+    /// A rendezvous's address (`IPV4[:PORT]`, port 7878 by default) as a STUN server; nil for a
+    /// host name or an IPv6 address (the voice engine's STUN client takes IPv4 addresses).
+    static func stunServer(atRendezvous value: String) -> RealTimeConnection.STUNServer? {
+        let parts = value.split(separator: ":")
+        guard (1...2).contains(parts.count), let host = parts.first.map(String.init), host.split(separator: ".").count == 4,
+            host.split(separator: ".").allSatisfy({ UInt8($0) != nil })
+        else { return nil }
+        let port = parts.count == 2 ? Int(parts[1]) : 7878
+        guard let port, (1...65535).contains(port) else { return nil }
+        return RealTimeConnection.STUNServer(host: host, port: port)
+    }
+
     static func hostPort(_ value: String) throws -> (String, Int) {
         let parts = value.split(separator: ":")
         guard parts.count <= 2, let host = parts.first.map(String.init), !host.isEmpty else {

@@ -5,7 +5,7 @@ import OpenGameKitVoice
 import NetworkImpairment
 
 /// `gk-voice demo` (the default): the peer picker finds and connects a peer on the local
-/// network; a voice chat starts over that session; the screen shows "Connected to …", live
+/// network, or in an online room (`--online [CODE]`); a voice chat starts over that session; the screen shows "Connected to …", live
 /// meters, and takes m (mute), + / - (the far side's volume) and q (hang up, back to the picker).
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,14 +25,34 @@ struct DemoCommand: AsyncParsableCommand {
 
     @OptionGroup var options: VoiceOptions
 
+    /// `--online [CODE]`, `--rendezvous`, `--online-only`.
+    @OptionGroup var online: OnlineArguments
+
+    func validate() throws {
+        if self.online.rendezvous != nil, !self.online.isOnline {
+            throw ValidationError("--rendezvous goes with --online")
+        }
+    }
+
     @MainActor
     func run() async throws {
         ToolLogging.bootstrap()
         let service: GKVoiceChatService = GKVoiceChatService.default()
-        service.configuration = try self.options.configuration()
+        var voice = try self.options.configuration()
+        var configuration = GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface)
+        if self.online.isOnline {
+            let rendezvous = self.online.rendezvousAddresses()
+            let room: GKSession.Configuration.Online.Room = self.online.joinCode.map { .join(code: $0) } ?? .create
+            configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: !self.online.onlineOnly)
+            // The rendezvous answers STUN too: the call's media may find a direct path with it
+            // (else it goes over the session's connection, through the room's relay).
+            if voice.stunServers.isEmpty {
+                voice.stunServers = rendezvous.compactMap { VoiceOptions.stunServer(atRendezvous: $0) }
+            }
+        }
+        service.configuration = voice
         let session: GKSession = GKSession(
-            sessionID: self.sessionID, displayName: self.name, sessionMode: .peer,
-            configuration: GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface))
+            sessionID: self.sessionID, displayName: self.name, sessionMode: .peer, configuration: configuration)
         let app = VoiceApp(session: session, service: service)
         // SIGINT, SIGTERM and SIGHUP quit as Ctrl-C on the screen does: the call is hung up,
         // the peers told, the advertisement withdrawn; then the process ends as the signal
