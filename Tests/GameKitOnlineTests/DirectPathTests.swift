@@ -99,4 +99,36 @@ struct DirectPathTests {
         #expect(Self.direct(bed.network.hosts[1], to: 2) != mallory)
         #expect(bed.network.hosts[1].machine.client.paths!.paths[2]?.checker?.rejectedChecks == 1)
     }
+
+    @Test("Configured STUN servers add their view of this socket to the candidates members are told")
+    func configuredSTUNServersAddCandidates() throws {
+        var bed = OnlineTestbed()
+        // Two STUN servers: one sees Alice as the rendezvous does, one (as through a NAT that
+        // maps each destination apart) at another port; a third never answers.
+        let same = try SocketAddress(ipAddress: "192.0.2.50", port: 3478)
+        let other = try SocketAddress(ipAddress: "192.0.2.51", port: 3478)
+        let silent = try SocketAddress(ipAddress: "192.0.2.52", port: 3478)
+        bed.addSTUNServer(at: same, portOffset: 0)
+        bed.addSTUNServer(at: other, portOffset: 7)
+        let a = bed.addClient(
+            .create, peerID: 1, address: Self.alice, directPaths: true, hostCandidates: [Self.alice], stunServers: [same, other, silent])
+        #expect(bed.network.run(for: .seconds(5)) { $0.hosts[a].code != nil })
+        let code = try #require(bed.network.hosts[a].code)
+        let b = bed.addClient(.join(code), peerID: 2, address: Self.bob, directPaths: true, hostCandidates: [Self.bob])
+        let shifted = try SocketAddress(ipAddress: "198.51.100.10", port: 4007)
+        let told = bed.network.run(for: .seconds(10)) { network in
+            network.hosts[b].machine.client.room.members[1]?.candidates.filter { $0.kind == .serverReflexive }.map(\.address) == [Self.alice, shifted]
+        }
+        #expect(told, "\(String(describing: bed.network.hosts[b].machine.client.room.members[1]?.candidates))")
+        #expect(bed.network.hosts[a].machine.client.reflexiveAddresses == [Self.alice, shifted])
+        // Without direct paths, no STUN server is asked (members never learn this machine's
+        // addresses).
+        var quiet = OnlineTestbed()
+        quiet.addSTUNServer(at: other, portOffset: 7)
+        let c = quiet.addClient(.create, peerID: 3, address: Self.alice, directPaths: false, stunServers: [other])
+        #expect(quiet.network.run(for: .seconds(5)) { $0.hosts[c].code != nil })
+        quiet.network.run(for: .seconds(3)) { _ in false }
+        #expect(quiet.network.hosts[c].machine.client.reflexiveAddresses.isEmpty)
+        #expect(quiet.network.hosts[c].machine.client.room.ownRecord.candidates.isEmpty)
+    }
 }

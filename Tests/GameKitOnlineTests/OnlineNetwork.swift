@@ -1,16 +1,20 @@
 import Crypto
 import DequeModule
 @_spi(Machine) import GameKitMachine
+@_spi(Machine) import GameKitTraversal
 import NIOCore
 import NetworkImpairment
 
 @testable import GameKitOnline
 
-/// A rendezvous or a room client, so that both run on one virtual network.
+/// A rendezvous, a room client or a plain STUN server, so that all run on one virtual network.
 struct OnlineNode: DatagramMachine {
     enum Role {
         case server(RendezvousServer)
         case client(OnlineMachine)
+        /// Answers binding requests, reporting the sender's port plus `portOffset` (as it would
+        /// see a client behind a NAT that maps each destination to a port of its own).
+        case stun(portOffset: Int, answers: Deque<(SocketAddress, ByteBuffer)>)
     }
 
     enum Event {
@@ -25,6 +29,7 @@ struct OnlineNode: DatagramMachine {
 
     static func server(_ server: RendezvousServer) -> OnlineNode { OnlineNode(role: .server(server)) }
     static func client(_ client: OnlineMachine) -> OnlineNode { OnlineNode(role: .client(client)) }
+    static func stun(portOffset: Int) -> OnlineNode { OnlineNode(role: .stun(portOffset: portOffset, answers: [])) }
 
     private init(role: Role) {
         self.role = role
@@ -53,6 +58,10 @@ struct OnlineNode: DatagramMachine {
                 client.handle(datagram: datagram, from: source, now: now)
             }
             self.role = .client(client)
+        case .stun(let offset, var answers):
+            let seen = try! SocketAddress(ipAddress: source.ipAddress!, port: source.port! + offset)
+            if let answer = STUNBinding.answer(to: datagram, from: seen) { answers.append((source, answer)) }
+            self.role = .stun(portOffset: offset, answers: answers)
         }
     }
 
@@ -64,6 +73,8 @@ struct OnlineNode: DatagramMachine {
         case .client(var client):
             client.handleTimeout(now: now)
             self.role = .client(client)
+        case .stun:
+            break
         }
     }
 
@@ -75,6 +86,11 @@ struct OnlineNode: DatagramMachine {
         case .client(var client):
             defer { self.role = .client(client) }
             return client.pollTransmit(now: now, into: &buffer)
+        case .stun(let offset, var answers):
+            defer { self.role = .stun(portOffset: offset, answers: answers) }
+            guard let (destination, answer) = answers.popFirst() else { return nil }
+            buffer.writeImmutableBuffer(answer)
+            return destination
         }
     }
 
@@ -87,6 +103,8 @@ struct OnlineNode: DatagramMachine {
         case .client(var client):
             defer { self.role = .client(client) }
             return client.pollEvent().map(Event.room)
+        case .stun:
+            return nil
         }
     }
 
@@ -94,6 +112,7 @@ struct OnlineNode: DatagramMachine {
         switch self.role {
         case .server(let server): server.nextDeadline
         case .client(let client): client.nextDeadline
+        case .stun: nil
         }
     }
 }
@@ -187,7 +206,8 @@ struct OnlineTestbed {
     @discardableResult
     mutating func addClient(
         _ request: RoomRequest, peerID: UInt32, name: String? = nil, address: SocketAddress? = nil, sessionKey: UInt64 = Self.sessionKey,
-        profile: ImpairmentProfile = .perfect, directPaths: Bool = false, hostCandidates: [SocketAddress] = [], filters: Bool = false
+        profile: ImpairmentProfile = .perfect, directPaths: Bool = false, hostCandidates: [SocketAddress] = [], filters: Bool = false,
+        stunServers: [SocketAddress] = []
     ) -> Int {
         let index = self.network.hosts.count
         let address = address ?? (try! SocketAddress(ipAddress: "10.0.0.\(index)", port: 5000))
@@ -203,9 +223,15 @@ struct OnlineTestbed {
                 configuration: .init(localPeerID: peerID, localUfrag: "u\(peerID)", localPassword: "password-of-\(peerID)-0123456789", socketAcceptsIPv6: true),
                 random: random.split())
             : nil
-        var machine = OnlineMachine(room: room, paths: paths, random: random.split())
+        var machine = OnlineMachine(room: room, paths: paths, stunServers: stunServers, random: random.split())
         machine.start(hostCandidates: hostCandidates, now: self.network.now)
         return self.network.add(OnlineHost(machine: .client(machine), address: address, filters: filters), profile: profile, seed: self.nextSeed)
+    }
+
+    /// Adds a STUN server at `address` that reports senders' ports plus `portOffset`.
+    @discardableResult
+    mutating func addSTUNServer(at address: SocketAddress, portOffset: Int) -> Int {
+        self.network.add(OnlineHost(machine: .stun(portOffset: portOffset), address: address), profile: .perfect, seed: 3)
     }
 
     /// Creates a room with one client and returns its code.

@@ -174,6 +174,34 @@ struct OnlineSessionTests {
         await rendezvous.stop()
     }
 
+    @Test func configuredSTUNServersAreAskedAndABadOneFailsTheStartWithItsReason() async throws {
+        let rendezvous = try await Self.rendezvous()
+        // Another rendezvous stands in for a STUN server (it answers binding requests).
+        let stun = try await Self.rendezvous()
+        var configuration = GKSession.Configuration()
+        configuration.online = .init(rendezvous: "127.0.0.1:\(rendezvous.localAddress.port!)", room: .create, alsoNearby: false)
+        configuration.online!.stunServers = ["127.0.0.1:\(stun.localAddress.port!)"]
+        let erin = GKSession(sessionID: "online-test", displayName: "Erin", sessionMode: .peer, configuration: configuration)
+        try await erin.start()
+        _ = try await erin.waitForRoomCode()
+        let asked = await Self.eventually { stun.statistics.stunAnswered >= 1 }
+        #expect(asked)
+        #expect(stun.statistics.members == 0)  // asked for STUN only
+        await erin.close()
+
+        configuration.online!.stunServers = ["stun.example:port"]
+        let frank = GKSession(sessionID: "online-test", displayName: "Frank", sessionMode: .peer, configuration: configuration)
+        await #expect(throws: GKSessionError.self) { try await frank.start() }
+        do {
+            try await frank.start()
+        } catch {
+            #expect(error.localizedDescription.contains("'stun.example:port' is not a STUN server address"), "\(error.localizedDescription)")
+        }
+        await frank.close()
+        await stun.stop()
+        await rendezvous.stop()
+    }
+
     @Test func theSessionPasswordStillGatesPeersEndToEnd() async throws {
         let rendezvous = try await Self.rendezvous()
         let alice = Self.session("Alice", room: .create, rendezvous: rendezvous, password: "right")

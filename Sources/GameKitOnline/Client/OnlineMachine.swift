@@ -4,7 +4,8 @@ import NIOCore
 
 /// An online session's machine on its socket, beside the transport (PROTOCOL §18): the room
 /// client (rendezvous and relay) and the direct paths to members, composed. STUN is told apart
-/// here: the rendezvous's answer to the room client's binding request, or a member's check.
+/// here: the rendezvous's answer to the room client's binding request, a configured STUN
+/// server's answer, or a member's check.
 package struct OnlineMachine: DatagramMachine {
     package typealias Event = RoomEvent
 
@@ -12,11 +13,19 @@ package struct OnlineMachine: DatagramMachine {
     package private(set) var paths: MemberPaths?
     private var pending: [RoomEvent] = []
     private var random: MachineRandom
+    /// STUN servers configured besides the rendezvous (asked once the session starts).
+    private let stunServers: [SocketAddress]
+    private var stunClients: [STUNBindingClient] = []
+    /// Server-reflexive addresses found so far, by where they were learned (the rendezvous
+    /// first): each is a candidate the members are told.
+    private var reflexive: [(server: SocketAddress?, address: SocketAddress)] = []
 
-    /// `paths` nil: no direct paths (everything through the relay).
-    package init(room: RoomClient, paths: MemberPaths?, random: MachineRandom = .system()) {
+    /// `paths` nil: no direct paths (everything through the relay). `stunServers`: more servers
+    /// to learn this socket's public addresses from (only with direct paths).
+    package init(room: RoomClient, paths: MemberPaths?, stunServers: [SocketAddress] = [], random: MachineRandom = .system()) {
         self.room = room
         self.paths = paths
+        self.stunServers = paths == nil ? [] : stunServers
         self.random = random
     }
 
@@ -31,6 +40,12 @@ package struct OnlineMachine: DatagramMachine {
             }
         }, now: now)
         self.room.start(now: now)
+        for server in self.stunServers {
+            guard let address = TraversalAddress(server) else { continue }
+            var client = STUNBindingClient(server: address, now: now, random: &self.random)
+            client.handleTimeout(now: now)
+            self.stunClients.append(client)
+        }
     }
 
     package mutating func leave(now: NIODeadline) {
@@ -64,6 +79,14 @@ package struct OnlineMachine: DatagramMachine {
         if let first = datagram.getInteger(at: datagram.readerIndex, as: UInt8.self), OnlinePacketType.isSTUN(firstByte: first),
             !self.room.isReflexiveAnswer(datagram), self.paths != nil
         {
+            if let index = self.stunClients.firstIndex(where: { $0.server == TraversalAddress(source) }),
+                self.stunClients[index].receive(datagram, from: source)
+            {
+                if case .mapped(let mapped) = self.stunClients[index].state {
+                    self.addReflexiveCandidate(mapped.socketAddress, learnedFrom: source, now: now)
+                }
+                return
+            }
             _ = self.paths!.handleSTUN(datagram, from: source, now: now)
             return
         }
@@ -74,6 +97,9 @@ package struct OnlineMachine: DatagramMachine {
     package mutating func handleTimeout(now: NIODeadline) {
         if let deadline = self.room.nextDeadline, deadline <= now { self.room.handleTimeout(now: now) }
         if self.paths != nil, let deadline = self.paths!.nextDeadline, deadline <= now { self.paths!.handleTimeout(now: now) }
+        for index in self.stunClients.indices {
+            if let deadline = self.stunClients[index].nextDeadline, deadline <= now { self.stunClients[index].handleTimeout(now: now) }
+        }
         self.followRoom(now: now)
     }
 
@@ -82,6 +108,12 @@ package struct OnlineMachine: DatagramMachine {
             self.room.carry(STUNBinding.indication(random: &self.random), to: peer)
         }
         if let destination = self.room.pollTransmit(now: now, into: &buffer) { return destination }
+        for index in self.stunClients.indices {
+            if let request = self.stunClients[index].pollTransmit() {
+                buffer.writeBytes(request)
+                return self.stunClients[index].server.socketAddress
+            }
+        }
         guard let (destination, bytes) = self.paths?.pollTransmit() else { return nil }
         buffer.writeImmutableBuffer(bytes)
         return destination
@@ -105,7 +137,7 @@ package struct OnlineMachine: DatagramMachine {
                 self.paths?.memberLeft(peer)
             case .reflexiveAddress(let address):
                 if self.paths != nil, let now {
-                    self.addReflexiveCandidate(address, now: now)
+                    self.addReflexiveCandidate(address, learnedFrom: nil, now: now)
                 } else if self.paths != nil {
                     self.reflexivePending = address
                 }
@@ -116,21 +148,42 @@ package struct OnlineMachine: DatagramMachine {
         }
         if let address = self.reflexivePending, let now {
             self.reflexivePending = nil
-            self.addReflexiveCandidate(address, now: now)
+            self.addReflexiveCandidate(address, learnedFrom: nil, now: now)
         }
     }
 
     private var reflexivePending: SocketAddress?
 
-    private mutating func addReflexiveCandidate(_ address: SocketAddress, now: NIODeadline) {
+    /// This socket's public address as `server` (nil: the rendezvous) saw it: the record's
+    /// server-reflexive candidates become every distinct address learned, the rendezvous's first,
+    /// after the host candidates (one host candidate gives way when the record is full).
+    private mutating func addReflexiveCandidate(_ address: SocketAddress, learnedFrom server: SocketAddress?, now: NIODeadline) {
+        self.reflexive.removeAll { $0.server == server }
+        self.reflexive.append((server, address))
+        self.reflexive.sort { ($0.server == nil ? 0 : 1) < ($1.server == nil ? 0 : 1) }
+        let addresses = self.reflexiveAddresses
         self.room.update({ record in
             record.candidates.removeAll { $0.kind == .serverReflexive }
-            if record.candidates.count >= MemberRecord.maximumCandidates { record.candidates.removeLast() }
-            record.candidates.append(.init(kind: .serverReflexive, address: address))
+            for address in addresses {
+                if record.candidates.count >= MemberRecord.maximumCandidates {
+                    guard let host = record.candidates.lastIndex(where: { $0.kind == .host }), host > 0 else { break }
+                    record.candidates.remove(at: host)
+                }
+                record.candidates.append(.init(kind: .serverReflexive, address: address))
+            }
         }, now: now)
     }
 
+    /// The distinct server-reflexive addresses learned so far (the rendezvous's first).
+    package var reflexiveAddresses: [SocketAddress] {
+        var addresses: [SocketAddress] = []
+        for entry in self.reflexive where !addresses.contains(entry.address) { addresses.append(entry.address) }
+        return addresses
+    }
+
     package var nextDeadline: NIODeadline? {
-        self.room.nextDeadline.earliest(self.paths?.nextDeadline)
+        var deadline = self.room.nextDeadline.earliest(self.paths?.nextDeadline)
+        for client in self.stunClients { deadline = deadline.earliest(client.nextDeadline) }
+        return deadline
     }
 }

@@ -35,10 +35,11 @@ import NIOPosix
 
     /// A room client for `request` in the session `sessionKey`, reporting on `eventLoop` (the
     /// one the session's socket is then bound on). Nothing is sent before the socket is attached.
-    /// `directPaths` false: members are reached through the relay only.
+    /// `directPaths` false: members are reached through the relay only. `stunServers`: more
+    /// servers than the rendezvous to learn this socket's public addresses from.
     public init(
         rendezvous: [SocketAddress], sessionKey: UInt64, request: RoomRequest, record: MemberRecord, directPaths: Bool = true,
-        eventLoop: EventLoop, onEvent: @escaping @Sendable (RoomEvent) -> Void
+        stunServers: [SocketAddress] = [], eventLoop: EventLoop, onEvent: @escaping @Sendable (RoomEvent) -> Void
     ) {
         self.eventLoop = eventLoop
         var random = MachineRandom.system()
@@ -53,7 +54,7 @@ import NIOPosix
         let routes = self.routes
         let fallback = self.fallback
         weak var weakSelf: OnlineTenant?
-        self.driver = DatagramDriver(machine: OnlineMachine(room: room, paths: paths, random: random.split()), eventLoop: eventLoop) { event in
+        self.driver = DatagramDriver(machine: OnlineMachine(room: room, paths: paths, stunServers: stunServers, random: random.split()), eventLoop: eventLoop) { event in
             if case .rendezvousLost = event { weakSelf?.useStreams() }
             if case .joined = event, fallback.withLockedValue({ $0.started }) { weakSelf?.useStreams() }
             if case .pathChanged(let peer, let path) = event {

@@ -4,20 +4,25 @@ import NIOCore
 /// Learns this socket's server-reflexive address from one STUN server (RFC 8489 binding
 /// request, no credentials). Sans-I/O: the owner sends what `poll` returns to `server` and hands
 /// every STUN message from `server` to `receive`.
-struct STUNBindingClient: Sendable {
-    enum State: Equatable, Sendable {
+package struct STUNBindingClient: Sendable {
+    package enum State: Equatable, Sendable {
         case querying
         /// The address the server saw the request come from.
         case mapped(TraversalAddress)
         case failed
     }
 
-    let server: TraversalAddress
-    private(set) var state = State.querying
+    package let server: TraversalAddress
+    package private(set) var state = State.querying
     private var transaction: STUNTransaction
     private var due: [UInt8]?
 
-    init(server: TraversalAddress, timing: STUNTransaction.Timing = .init(), now: NIODeadline, random: inout MachineRandom) {
+    /// A client whose request goes out at once (and is resent as RFC 8489 says, 5 sends).
+    package init(server: TraversalAddress, now: NIODeadline, random: inout MachineRandom) {
+        self.init(server: server, timing: .init(), now: now, random: &random)
+    }
+
+    init(server: TraversalAddress, timing: STUNTransaction.Timing, now: NIODeadline, random: inout MachineRandom) {
         self.server = server
         let request = STUNMessage(.binding, .request, transactionID: STUNMessage.randomTransactionID(using: &random),
                                   attributes: [.text(.software, TraversalSoftware.name)])
@@ -25,7 +30,7 @@ struct STUNBindingClient: Sendable {
     }
 
     /// Runs the request's retransmission timer (what is due is taken with ``pollTransmit()``).
-    mutating func handleTimeout(now: NIODeadline) {
+    package mutating func handleTimeout(now: NIODeadline) {
         guard self.state == .querying else { return }
         switch self.transaction.poll(now: now) {
         case .wait: break
@@ -35,12 +40,18 @@ struct STUNBindingClient: Sendable {
     }
 
     /// The request to send to the server, when one is due.
-    mutating func pollTransmit() -> [UInt8]? {
+    package mutating func pollTransmit() -> [UInt8]? {
         defer { self.due = nil }
         return self.due
     }
 
-    var nextDeadline: NIODeadline? { self.state == .querying ? self.transaction.deadline : nil }
+    package var nextDeadline: NIODeadline? { self.state == .querying ? self.transaction.deadline : nil }
+
+    /// Takes a datagram from `source`; false if it is not this client's response.
+    package mutating func receive(_ datagram: ByteBuffer, from source: SocketAddress) -> Bool {
+        guard TraversalAddress(source) == self.server, let decoded = try? STUNMessage.decode(Array(datagram.readableBytesView)) else { return false }
+        return self.receive(decoded.message)
+    }
 
     /// Takes a response; false if it is not this client's.
     mutating func receive(_ message: STUNMessage) -> Bool {

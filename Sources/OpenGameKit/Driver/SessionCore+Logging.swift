@@ -15,7 +15,7 @@ extension SessionCore {
                 let error = context.failures[peer] ?? GKSessionError(code)
                 self.logger.debug("connection failed", metadata: ["peer": "\(who(peer))", "error": "\(error.localizedDescription)"])
             case .failed(let code):
-                self.logger.warning("session failed", metadata: ["error": "\(GKSessionError(code).localizedDescription)"])
+                self.logger.warning("session failed", metadata: ["error": "\((context.sessionFailure ?? GKSessionError(code)).localizedDescription)"])
             case .received(let data, let peer, let mode):
                 self.logger.trace("data", metadata: ["peer": "\(who(peer))", "bytes": "\(data.readableBytes)", "mode": "\(mode)"])
             }

@@ -17,7 +17,8 @@ struct OnlineState {
     var code: RoomCode?
     /// Why the session is not in its room, once that is final.
     var failure: GKSessionError?
-    /// A failure for the delegate, not yet delivered.
+    /// A session failure's reason for the delegate (a room's, or why the session could not
+    /// start), not yet delivered.
     var unreportedFailure: GKSessionError?
     var members: [UInt32: MemberRecord] = [:]
     var lan: [UInt32: LANSighting] = [:]
@@ -61,13 +62,14 @@ extension SessionCore {
             request = .join(code)
         }
         let rendezvous = try await Self.resolve(online.rendezvous)
+        let stunServers = try await Self.resolve(online.stunServers, defaultPort: GKSession.Configuration.Online.defaultSTUNPort, what: "STUN server")
         let record = MemberRecord(
             peerID: self.identity.peerID, displayName: self.identity.displayName, keyShare: livenessPublicKey,
             isVisible: self.identity.mode != .client)
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let tenant = OnlineTenant(
             rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record,
-            directPaths: online.directPaths, eventLoop: eventLoop
+            directPaths: online.directPaths, stunServers: stunServers, eventLoop: eventLoop
         ) { [weak self] event in
             self?.handle(event)
         }
@@ -75,47 +77,50 @@ extension SessionCore {
         return tenant
     }
 
-    /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread).
-    static func resolve(_ texts: [String]) async throws -> [SocketAddress] {
-        guard !texts.isEmpty else { throw GKSessionError(.invalidParameterError, "An online session needs a rendezvous address.") }
+    /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread); at least one
+    /// for the rendezvous.
+    static func resolve(
+        _ texts: [String], defaultPort: Int = GKSession.Configuration.Online.defaultPort, what: String = "rendezvous"
+    ) async throws -> [SocketAddress] {
+        guard !texts.isEmpty || what != "rendezvous" else { throw GKSessionError(.invalidParameterError, "An online session needs a rendezvous address.") }
         var addresses: [SocketAddress] = []
         for text in texts {
-            let (host, port) = try Self.split(text)
+            let (host, port) = try Self.split(text, defaultPort: defaultPort, what: what)
             let resolved = await Task.detached { () -> SocketAddress? in
                 try? SocketAddress.makeAddressResolvingHost(host, port: port)
             }.value
             guard let resolved else {
-                throw GKSessionError(.invalidParameterError, "The rendezvous '\(text)' could not be found (is the host name right?).")
+                throw GKSessionError(.invalidParameterError, "The \(what) '\(text)' could not be found (is the host name right?).")
             }
             addresses.append(resolved)
         }
         return addresses
     }
 
-    private static func split(_ text: String) throws -> (String, Int) {
+    private static func split(_ text: String, defaultPort: Int, what: String) throws -> (String, Int) {
         var host = Substring(text)
-        var port = GKSession.Configuration.Online.defaultPort
+        var port = defaultPort
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             host = text[text.index(after: text.startIndex)..<close]
             let rest = text[text.index(after: close)...]
             if rest.hasPrefix(":") {
-                guard let number = Int(rest.dropFirst()) else { throw Self.badAddress(text) }
+                guard let number = Int(rest.dropFirst()) else { throw Self.badAddress(text, what) }
                 port = number
             } else if !rest.isEmpty {
-                throw Self.badAddress(text)
+                throw Self.badAddress(text, what)
             }
         } else if let colon = text.lastIndex(of: ":") {
-            guard !text[..<colon].contains(":") else { throw Self.badAddress(text) }
+            guard !text[..<colon].contains(":") else { throw Self.badAddress(text, what) }
             host = text[..<colon]
-            guard let number = Int(text[text.index(after: colon)...]) else { throw Self.badAddress(text) }
+            guard let number = Int(text[text.index(after: colon)...]) else { throw Self.badAddress(text, what) }
             port = number
         }
-        guard !host.isEmpty, (1...65_535).contains(port) else { throw Self.badAddress(text) }
+        guard !host.isEmpty, (1...65_535).contains(port) else { throw Self.badAddress(text, what) }
         return (String(host), port)
     }
 
-    private static func badAddress(_ text: String) -> GKSessionError {
-        GKSessionError(.invalidParameterError, "'\(text)' is not a rendezvous address: HOST or HOST:PORT, IPv6 in brackets ([2001:db8::1]:7878).")
+    private static func badAddress(_ text: String, _ what: String) -> GKSessionError {
+        GKSessionError(.invalidParameterError, "'\(text)' is not a \(what) address: HOST or HOST:PORT, IPv6 in brackets ([2001:db8::1]:7878).")
     }
 
     // MARK: - Room events

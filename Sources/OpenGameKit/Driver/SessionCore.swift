@@ -52,7 +52,8 @@ final class SessionCore: @unchecked Sendable {
     /// Each peer's last failed connection attempt, for a wait that wakes after it (the reason
     /// is thrown rather than a bare "connection failed"); cleared when an awaited attempt starts.
     var lastFailures: [UInt32: GKSessionError] = [:]
-    /// The online room and the LAN sightings merged with it (SessionCore+Online.swift).
+    /// The online room and the LAN sightings merged with it (SessionCore+Online.swift), and a
+    /// session failure's reason waiting to be delivered.
     var online = OnlineState()
     /// The configuration's online room, or the one the picker chose before the session started.
     var onlineSettings: GKSession.Configuration.Online?
@@ -216,10 +217,14 @@ final class SessionCore: @unchecked Sendable {
                 self.slot.install(nil)
                 await endpoint.shutdown()
             }
-            try? self.perform { machine in machine.discoveryFailed() }
+            // The delegate hears the reason (a bad rendezvous address, no interface) with it.
+            let failure = GKSessionError(.cannotEnableError, "The session could not start: \(error.localizedDescription)", underlying: error)
+            try? self.perform { machine in
+                self.online.unreportedFailure = failure
+                machine.discoveryFailed()
+            }
             self.lock.withLock { if self.phase == .starting { self.phase = .idle } }
-            self.logger.warning("could not start", metadata: ["error": "\(error.localizedDescription)"])
-            return GKSessionError(.cannotEnableError, "The session could not start: \(error.localizedDescription)", underlying: error)
+            return failure
         }
     }
 

@@ -27,6 +27,10 @@ extension GKSession.Configuration {
         /// False: everything goes through the relay, and members never learn this machine's
         /// addresses.
         public var directPaths: Bool
+        /// STUN servers, `HOST[:PORT]` (port 3478 by default), asked for this machine's public
+        /// address besides the rendezvous (which answers STUN itself): each distinct address
+        /// they report is one more candidate for direct paths. Empty by default.
+        public var stunServers: [String] = []
 
         /// A room on one rendezvous.
         public init(rendezvous: String, room: Room, alsoNearby: Bool = true, directPaths: Bool = true) {
@@ -43,6 +47,8 @@ extension GKSession.Configuration {
 
         /// The default port of `gk-rendezvous`.
         public static let defaultPort = 7878
+        /// The default port of STUN servers (RFC 8489).
+        public static let defaultSTUNPort = 3478
     }
 }
 
