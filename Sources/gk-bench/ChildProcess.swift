@@ -46,6 +46,9 @@ final class ChildProcess: @unchecked Sendable {
         try self.process.run()
     }
 
+    /// The exit status (once exited).
+    var exitStatus: Int32 { self.process.terminationStatus }
+
     /// The child's process ID (once started).
     var processIdentifier: Int32 { self.process.processIdentifier }
 

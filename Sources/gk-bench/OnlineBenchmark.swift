@@ -12,15 +12,21 @@ import OpenGameKit
 ///
 /// - `join`: a member joins a room by its code; timed from `isAvailable = true` until the room's
 ///   host lists it as `.stateAvailable` (registration, roster push, record fetch).
-/// - `first-message` per path: from the join until the host's data handler has the joiner's first
-///   message (connect, accept, send). `relayed`: direct paths off; `direct`: on, with
-///   `upgrade_ms`, from the connection until `path(forPeer:)` says `.direct`.
+/// - `first-message` per path: from the joiner's start until the host's data handler has the
+///   joiner's first message (connect, accept, send), and `after_join_ms` from the moment the
+///   joiner is in the room. `relayed`: direct paths off; `direct`: on, with `upgrade_ms`, from the
+///   connection until `path(forPeer:)` says `.direct`; `tcp`: UDP to the rendezvous dropped, so
+///   both members reach it and its relay over TCP (after the session's 2 s fallback).
 /// - `relay-throughput`: 1000-byte reliable messages for a few seconds through the relay, beside
 ///   the same over the direct path, and the ratio. The relay's per-member rate cap is lifted, and
 ///   it runs in this process, sharing its cores with both members.
+/// - `punch` per NAT class: gk-session processes across the NAT topology (``OnlinePunch``).
+/// - `scale`: two gk-rendezvous processes on one PostgreSQL and many rooms of room clients
+///   (``OnlineScale``).
 /// Every figure is measured in this run; nothing is asserted.
 struct OnlineBenchmark: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "online", abstract: "Online rooms: join, first message, upgrade to direct, relay throughput.")
+    static let configuration = CommandConfiguration(
+        commandName: "online", abstract: "Online rooms: join, first message per path, upgrade to direct, relay throughput, hole punching per NAT class, scale.")
 
     @Flag(help: "Print one JSON line per work (the table goes to standard error).")
     var json = false
@@ -33,6 +39,15 @@ struct OnlineBenchmark: AsyncParsableCommand {
 
     @Option(help: "Seconds of each throughput run (default 5; 1 with --quick).")
     var seconds: Double?
+
+    @Option(help: "Rooms of the scale work (default 1000; 10 with --quick; 0 skips it).")
+    var scaleRooms: Int?
+
+    @Option(help: "Members of the scale work started a second.")
+    var scaleRate: Double = 400
+
+    @Option(help: "Hole-punching attempts per NAT class (default 5; 1 with --quick; 0 skips it).")
+    var punchAttempts: Int?
 
     func run() async throws {
         try NetworkSandbox.requireIsolation()
@@ -52,21 +67,34 @@ struct OnlineBenchmark: AsyncParsableCommand {
         let address = "127.0.0.1:\(rendezvous.localAddress.port!)"
         var lines: [[String: Any]] = []
         lines.append(try await Self.join(rounds: rounds, rendezvous: address))
-        lines.append(try await Self.firstMessage(direct: false, rounds: max(1, rounds / 3), rendezvous: address))
-        lines.append(try await Self.firstMessage(direct: true, rounds: max(1, rounds / 3), rendezvous: address))
+        for path in [Path.relayed, .direct, .tcp] {
+            lines.append(try await Self.firstMessage(path: path, rounds: max(1, rounds / 3), rendezvous: address))
+        }
         lines.append(try await Self.throughput(seconds: seconds, rendezvous: address))
         let statistics = rendezvous.statistics
         lines[0]["rendezvous_dropped"] = statistics.droppedRateLimited + statistics.droppedMalformed + statistics.droppedUnauthenticated
         await rendezvous.stop()
+        guard let root = ProjectLayout.root else { throw ValidationError("cannot find the project root (scripts/sandbox)") }
+        let executables = URL(fileURLWithPath: ProjectLayout.executable).deletingLastPathComponent()
+        let punchAttempts = self.punchAttempts ?? (self.quick ? 1 : 5)
+        if punchAttempts > 0 {
+            lines += await OnlinePunch.run(attempts: punchAttempts, root: root, executables: executables)
+        }
+        let scaleRooms = self.scaleRooms ?? (self.quick ? 10 : 1000)
+        if scaleRooms > 0 {
+            lines.append(
+                try await OnlineScale.run(rooms: scaleRooms, peersPerRoom: 4, membersPerSecond: self.scaleRate, root: root, executables: executables))
+        }
         var table = "work                          p50 ms    p99 ms   other\n"
         for line in lines {
             func number(_ key: String) -> String { (line[key] as? Double).map { String(format: "%8.1f", $0) } ?? "       -" }
-            let work = "\(line["work"] ?? "")\(line["path"].map { " \($0)" } ?? "")"
-            let rest = line.keys.filter { !["work", "path", "p50_ms", "p99_ms"].contains($0) }.sorted().map { "\($0)=\(line[$0]!)" }.joined(separator: " ")
+            let work = "\(line["work"] ?? "")\((line["path"] ?? line["nat"]).map { " \($0)" } ?? "")"
+            let rest = line.keys.filter { !["work", "path", "nat", "p50_ms", "p99_ms"].contains($0) }.sorted().map { "\($0)=\(line[$0]!)" }.joined(separator: " ")
             table += "\(work.padding(toLength: 28, withPad: " ", startingAt: 0))\(number("p50_ms"))  \(number("p99_ms"))   \(rest)\n"
             if self.json { emitJSONLine(line) }
         }
-        table += "  -> targets: join p50 ≤ 500 ms, first message ≤ 300 ms after the join, upgrade ≤ 3 s, relay ≥ 0.5× direct\n"
+        table += "  -> targets: join p50 ≤ 500 ms, first message ≤ 300 ms after the join, upgrade ≤ 3 s, relay ≥ 0.5× direct;\n"
+        table += "     scale: every member joined, join p99 ≤ 1 s\n"
         (self.json ? FileHandle.standardError : FileHandle.standardOutput).write(Data(table.utf8))
     }
 
@@ -121,9 +149,26 @@ struct OnlineBenchmark: AsyncParsableCommand {
         let count = NIOLockedValueBox(0)
     }
 
-    static func firstMessage(direct: Bool, rounds: Int, rendezvous: String) async throws -> [String: Any] {
+    /// How the first-message work's members reach each other.
+    enum Path: String {
+        /// Through the relay, direct paths off.
+        case relayed
+        /// Through the relay first, then a direct path.
+        case direct
+        /// Through the relay over TCP: UDP to the rendezvous is dropped (an iptables rule in
+        /// this sandbox), so both members fall back to streams; direct paths off.
+        case tcp
+    }
+
+    static func firstMessage(path: Path, rounds: Int, rendezvous: String) async throws -> [String: Any] {
         var samples: [Double] = []
+        var afterJoin: [Double] = []
         var upgrades: [Double] = []
+        let port = rendezvous.split(separator: ":").last.map(String.init) ?? ""
+        let rule = ["INPUT", "-p", "udp", "--dport", port, "-j", "DROP"]
+        if path == .tcp, !Self.iptables(["-I"] + rule) { return ["work": "first-message", "path": path.rawValue, "error": "iptables failed"] }
+        defer { if path == .tcp { _ = Self.iptables(["-D"] + rule) } }
+        let direct = path == .direct
         for round in 0..<rounds {
             let host = Self.session("host \(round)", room: .create, rendezvous: rendezvous, direct: direct)
             let inbox = Inbox()
@@ -135,16 +180,19 @@ struct OnlineBenchmark: AsyncParsableCommand {
             let joiner = Self.session("joiner \(round)", room: .join(code: code), rendezvous: rendezvous, direct: direct)
             let start = NIODeadline.now()
             joiner.isAvailable = true
+            _ = try? await joiner.waitForRoomCode()
+            let joined = NIODeadline.now()
             if await Self.until({ joiner.peers(with: .stateAvailable).contains(host.peerID) }) {
                 do {
                     try await joiner.connect(to: host.peerID, timeout: 10)
                     try joiner.send(Data("first".utf8), toPeers: [host.peerID!], with: .reliable)
                 } catch {
-                    FileHandle.standardError.write(Data("first-message round \(round): \(error.localizedDescription)\n".utf8))
+                    FileHandle.standardError.write(Data("first-message \(path) round \(round): \(error.localizedDescription)\n".utf8))
                 }
                 let connected = NIODeadline.now()
                 if await Self.until({ inbox.first.withLockedValue { $0 } != nil }), let at = inbox.first.withLockedValue({ $0 }) {
                     samples.append(Double((at - start).nanoseconds) / 1e6)
+                    afterJoin.append(Double((at - joined).nanoseconds) / 1e6)
                 }
                 if direct, await Self.until({ joiner.path(forPeer: host.peerID) == .direct }) {
                     upgrades.append(Self.milliseconds(since: connected))
@@ -156,11 +204,20 @@ struct OnlineBenchmark: AsyncParsableCommand {
         }
         let (p50, p99) = Self.figures(samples)
         var line: [String: Any] = [
-            "work": "first-message", "path": direct ? "direct" : "relayed", "p50_ms": p50 ?? NSNull(), "p99_ms": p99 ?? NSNull(),
-            "first_message_ms": p50.map { ($0 * 10).rounded() / 10 } ?? NSNull(), "delivered": samples.count, "expected": rounds,
+            "work": "first-message", "path": path.rawValue, "p50_ms": p50 ?? NSNull(), "p99_ms": p99 ?? NSNull(),
+            "first_message_ms": p50.map { ($0 * 10).rounded() / 10 } ?? NSNull(),
+            "after_join_ms": Self.figures(afterJoin).0.map { ($0 * 10).rounded() / 10 } ?? NSNull(), "delivered": samples.count,
+            "expected": rounds,
         ]
         if direct { line["upgrade_ms"] = Self.figures(upgrades).0.map { ($0 * 10).rounded() / 10 } ?? NSNull() }
         return line
+    }
+
+    /// Runs iptables (in this sandbox's namespace); whether it succeeded.
+    static func iptables(_ arguments: [String]) -> Bool {
+        let process = ChildProcess("/usr/bin/env", ["iptables", "-w"] + arguments, name: "iptables")
+        guard (try? process.start()) != nil, process.waitForExit(timeout: 10) else { return false }
+        return process.exitStatus == 0
     }
 
     // MARK: - relay throughput
@@ -180,7 +237,11 @@ struct OnlineBenchmark: AsyncParsableCommand {
             let sender = Self.session("sender", room: .join(code: code), rendezvous: rendezvous, direct: direct)
             sender.isAvailable = true
             _ = await Self.until { sender.peers(with: .stateAvailable).contains(host.peerID) }
-            try? await sender.connect(to: host.peerID, timeout: 10)
+            do {
+                try await sender.connect(to: host.peerID, timeout: 10)
+            } catch {
+                FileHandle.standardError.write(Data("relay-throughput (\(direct ? "direct" : "relayed")): \(error.localizedDescription)\n".utf8))
+            }
             if direct { _ = await Self.until { sender.path(forPeer: host.peerID) == .direct } }
             let message = Data(repeating: 7, count: 1000)
             let start = NIODeadline.now()

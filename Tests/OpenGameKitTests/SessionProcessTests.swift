@@ -210,18 +210,32 @@ struct SessionBenchmarkHarnessTests {
         }
     }
 
-    /// `gk-bench online` runs end to end: every work's line with its figure names.
+    /// `gk-bench online` runs end to end: every work's line with its figure names: the paths
+    /// (TCP through the sandbox's iptables), hole punching across the NAT topology, and the scale
+    /// work's two gk-rendezvous on a PostgreSQL it starts.
     @Test func onlineBenchmarkProducesCompleteJSON() async throws {
-        let result = try await SandboxScript.run("gk-bench online --quick --rounds 3 --seconds 1 --json 2>/dev/null", timeout: 300)
+        let result = try await SandboxScript.run(
+            "gk-bench online --quick --rounds 3 --seconds 1 --scale-rooms 10 --punch-attempts 1 --json 2>/dev/null", timeout: 400)
         let join = try #require(result.objects.first { $0["work"] as? String == "join" }, "\(result.lines)")
         #expect(join["joined"] as? Int == 3 && join["p50_ms"] is Double && join["p99_ms"] is Double, "\(join)")
         let first = result.objects.filter { $0["work"] as? String == "first-message" }
-        #expect(Set(first.compactMap { $0["path"] as? String }) == ["relayed", "direct"])
-        #expect(first.allSatisfy { ($0["delivered"] as? Int ?? 0) >= 1 && $0["first_message_ms"] is Double }, "\(first)")
+        #expect(Set(first.compactMap { $0["path"] as? String }) == ["relayed", "direct", "tcp"])
+        #expect(first.allSatisfy { ($0["delivered"] as? Int ?? 0) >= 1 && $0["first_message_ms"] is Double && $0["after_join_ms"] is Double }, "\(first)")
         #expect(first.first { $0["path"] as? String == "direct" }?["upgrade_ms"] is Double)
+        // Over TCP the members waited for the session's 2 s fallback before they were in the room.
+        #expect((first.first { $0["path"] as? String == "tcp" }?["first_message_ms"] as? Double ?? 0) > 2000, "\(first)")
         let throughput = try #require(result.objects.first { $0["work"] as? String == "relay-throughput" }, "\(result.lines)")
         #expect((throughput["msgs_per_s"] as? Double ?? 0) > 0 && (throughput["direct_msgs_per_s"] as? Double ?? 0) > 0, "\(throughput)")
         #expect(throughput["ratio_vs_direct"] is Double)
+        // Hole punching: through endpoint-independent NATs it worked; symmetric ones stay relayed.
+        let punch = Dictionary(result.objects.filter { $0["work"] as? String == "punch" }.compactMap { line in (line["nat"] as? String).map { ($0, line) } }) { a, _ in a }
+        #expect(punch["endpoint-independent"]?["direct"] as? Int == 1, "\(punch)")
+        #expect(punch["endpoint-independent"]?["success_rate"] as? Double == 1, "\(punch)")
+        #expect(punch["symmetric"]?["connected"] as? Int == 1 && punch["symmetric"]?["direct"] as? Int == 0, "\(punch)")
+        let scale = try #require(result.objects.first { $0["work"] as? String == "scale" }, "\(result.lines)")
+        #expect(scale["instances"] as? Int == 2 && scale["rooms"] as? Int == 10 && scale["peers_per_room"] as? Int == 4, "\(scale)")
+        #expect(scale["joined"] as? Int == 40 && scale["expected"] as? Int == 40, "\(scale)")
+        #expect(scale["join_p99_ms"] is Double && (scale["rss_mb"] as? Double ?? 0) > 0 && scale["cpu_pct"] is Double, "\(scale)")
     }
 
     /// `gk-bench lan` runs end to end: every signal's line with its figure names, no failed round.
