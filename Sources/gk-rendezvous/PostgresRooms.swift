@@ -171,7 +171,7 @@ actor PostgresRooms {
                 self.service?.apply(.lookedUp(id, room: room))
             }
         } catch {
-            self.logger.warning("database", metadata: ["command": "\(command)", "error": "\(String(reflecting: error))"])
+            self.warn("database", ["command": "\(command)", "error": "\(String(reflecting: error))"])
             if case .lookup(let id, _, _) = command { self.service?.apply(.lookupFailed(id)) }
         }
     }
@@ -208,7 +208,7 @@ actor PostgresRooms {
                 self.service?.apply(.roomGone(handle))
             }
         } catch {
-            self.logger.warning("database", metadata: ["room": "\(handle)", "error": "\(String(reflecting: error))"])
+            self.warn("database", ["room": "\(handle)", "error": "\(String(reflecting: error))"])
         }
     }
 
@@ -233,10 +233,17 @@ actor PostgresRooms {
                     }
                 }
             } catch {
-                self.logger.warning("database listen", metadata: ["error": "\(String(reflecting: error))"])
+                self.warn("database listen", ["error": "\(String(reflecting: error))"])
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
             }
         }
+    }
+
+    /// A database error, logged unless the instance is stopping (then queries in flight end with
+    /// the connections it closes, which is no news).
+    private func warn(_ message: Logger.Message, _ metadata: Logger.Metadata) {
+        guard !self.closed else { return }
+        self.logger.warning(message, metadata: metadata)
     }
 
     // MARK: - Periodic work
@@ -298,7 +305,7 @@ actor PostgresRooms {
                 await self.refresh(handle)
             }
         } catch {
-            self.logger.warning("database", metadata: ["error": "\(String(reflecting: error))"])
+            self.warn("database", ["error": "\(String(reflecting: error))"])
         }
     }
 }
