@@ -73,9 +73,19 @@ struct GKSessionTool: AsyncParsableCommand {
     @Flag(help: "With --online: no direct paths, everything through the relay.")
     var noDirect = false
 
+    @Option(help: "With --online: a TURN server, USER:PASSWORD@HOST[:PORT], one more way to members.")
+    var turn: String?
+
     func validate() throws {
         guard ["server", "client", "peer"].contains(self.mode) else { throw ValidationError("--mode must be server, client or peer") }
+        if let turn = self.turn, Self.turnServer(turn) == nil { throw ValidationError("--turn wants USER:PASSWORD@HOST[:PORT]") }
         guard ["accept", "deny", "none"].contains(self.answer) else { throw ValidationError("--answer must be accept, deny or none") }
+    }
+
+    /// `USER:PASSWORD@HOST[:PORT]` as a TURN server.
+    static func turnServer(_ text: String) -> GKSession.Configuration.Online.TURNServer? {
+        guard let at = text.lastIndex(of: "@"), let colon = text[..<at].firstIndex(of: ":"), text.index(after: at) < text.endIndex else { return nil }
+        return .init(address: String(text[text.index(after: at)...]), username: String(text[..<colon]), password: String(text[text.index(after: colon)..<at]))
     }
 
     func run() async throws {
@@ -87,6 +97,7 @@ struct GKSessionTool: AsyncParsableCommand {
             configuration.online = .init(
                 rendezvous: self.rendezvous.split(separator: ",").map(String.init), room: online == "new" ? .create : .join(code: online), alsoNearby: !self.onlineOnly,
                 directPaths: !self.noDirect)
+            if let turn = self.turn.flatMap(Self.turnServer) { configuration.online!.turnServers = [turn] }
         }
         let session: GKSession = GKSession(
             sessionID: self.sessionID, displayName: self.name, sessionMode: mode, password: self.password,

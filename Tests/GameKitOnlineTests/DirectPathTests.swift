@@ -91,7 +91,7 @@ struct DirectPathTests {
         forger.addRemote(host: [Self.alice], serverReflexive: [])
         forger.handleTimeout(now: bed.network.now)
         let output = forger.pollTransmit()
-        let (_, check) = try #require(output)
+        let (_, check, _) = try #require(output)
         bed.network.injected.append(.init(source: mallory, destination: Self.alice, bytes: check))
         bed.network.run(for: .seconds(2))
         // Refused, and no path to the forger's address (the check naming Bob makes Alice check
@@ -130,5 +130,72 @@ struct DirectPathTests {
         quiet.network.run(for: .seconds(3)) { _ in false }
         #expect(quiet.network.hosts[c].machine.client.reflexiveAddresses.isEmpty)
         #expect(quiet.network.hosts[c].machine.client.room.ownRecord.candidates.isEmpty)
+    }
+
+    @Test("With a TURN server, a member nothing reaches directly is reached through it, not the rendezvous's relay")
+    func turnCarriesWhatDirectPathsCannot() throws {
+        var bed = OnlineTestbed()
+        let turnAddress = try SocketAddress(ipAddress: "192.0.2.60", port: 3478)
+        let turn = VirtualTURNServer(address: turnAddress)
+        bed.network.interceptor = { turn.rewrite(&$0) }
+        // Alice takes datagrams from the rendezvous and the TURN server only.
+        let a = bed.addClient(
+            .create, peerID: 1, address: Self.alice, directPaths: true, hostCandidates: [Self.alice],
+            turn: TURNServer(address: turnAddress, username: "alice", password: "secret"), acceptsOnlyFrom: ["192.0.2.1", "192.0.2.60"])
+        #expect(bed.network.run(for: .seconds(5)) { $0.hosts[a].code != nil })
+        let code = try #require(bed.network.hosts[a].code)
+        let relayed = try #require(turn.allocations[Self.alice])
+        #expect(bed.network.hosts[a].roomEvents.contains(.turnAllocated(relayed)))
+        #expect(bed.network.hosts[a].machine.client.room.ownRecord.candidates.contains(.init(kind: .relayed, address: relayed)))
+        let b = bed.addClient(.join(code), peerID: 2, address: Self.bob, directPaths: true, hostCandidates: [Self.bob])
+        #expect(bed.network.run(for: .seconds(5)) { network in
+            network.hosts[a].machine.client.room.relayReady && network.hosts[b].machine.client.room.relayReady
+                && network.hosts[a].members == [2]
+                && network.hosts[b].machine.client.room.members[1]?.candidates.contains { $0.kind == .relayed } == true
+        })
+        // Alice sends: it goes through the rendezvous's relay while the checks run, and they find
+        // the TURN server's way (Alice's allocation to Bob; Bob straight to her relayed address).
+        bed.network.hosts[a].toCarry = [(2, ByteBuffer(string: "first"))]
+        let found = bed.network.run(for: .seconds(5)) { network in
+            network.hosts[a].machine.client.paths?.route(to: 2) == .turn(Self.bob)
+                && network.hosts[b].machine.client.paths?.route(to: 1) == .direct(relayed)
+        }
+        #expect(found, "\(String(describing: bed.network.hosts[a].machine.client.paths?.route(to: 2))) \(String(describing: bed.network.hosts[b].machine.client.paths?.route(to: 1)))")
+        #expect(bed.network.hosts[b].relayedPayloads.map(\.0) == ["first"])
+        #expect(bed.network.hosts[a].pathChanges.map(\.1) == [.turn(Self.bob)])
+        // From now on Alice's datagrams to Bob go out through her allocation, not the relay.
+        let relayedBefore = bed.server.currentStatistics.relayedDatagrams
+        let sentBefore = turn.sent
+        bed.network.hosts[a].toCarry = [(2, ByteBuffer(string: "second"))]
+        bed.network.run(for: .milliseconds(100)) { _ in false }
+        #expect(turn.sent == sentBefore + 1)
+        #expect(bed.server.currentStatistics.relayedDatagrams == relayedBefore)
+        // Consent goes on through the TURN server both ways; the paths hold. (Bob's first checks
+        // to Alice's relayed address came before she had permitted his address: refused then,
+        // as TURN says; none since.)
+        let deliveredBefore = turn.delivered
+        let refusedBefore = turn.refused
+        bed.network.run(for: .seconds(10)) { _ in false }
+        #expect(turn.delivered > deliveredBefore)
+        #expect(bed.network.hosts[a].machine.client.paths?.route(to: 2) == .turn(Self.bob))
+        #expect(bed.network.hosts[b].machine.client.paths?.route(to: 1) == .direct(relayed))
+        #expect(turn.refused == refusedBefore)
+    }
+
+    @Test("A TURN server that refuses is reported once; the relay and direct paths go on")
+    func aFailedTURNServerIsReportedAndChangesNothingElse() throws {
+        var bed = OnlineTestbed()
+        // Nothing answers at this address.
+        let silent = try SocketAddress(ipAddress: "192.0.2.61", port: 3478)
+        let a = bed.addClient(
+            .create, peerID: 1, address: Self.alice, directPaths: true, hostCandidates: [Self.alice],
+            turn: TURNServer(address: silent, username: "alice", password: "secret"))
+        #expect(bed.network.run(for: .seconds(5)) { $0.hosts[a].code != nil })
+        #expect(bed.network.run(for: .seconds(15)) { network in
+            network.hosts[a].roomEvents.contains { if case .turnFailed = $0 { true } else { false } }
+        })
+        #expect(bed.network.hosts[a].roomEvents.filter { if case .turnFailed = $0 { true } else { false } }.count == 1)
+        #expect(!bed.network.hosts[a].machine.client.room.ownRecord.candidates.contains { $0.kind == .relayed })
+        #expect(bed.network.hosts[a].machine.client.room.relayReady)
     }
 }

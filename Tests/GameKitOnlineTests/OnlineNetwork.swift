@@ -22,6 +22,8 @@ struct OnlineNode: DatagramMachine {
         case room(RoomEvent)
         /// A relayed datagram the client unwrapped for its transport.
         case relayed(ByteBuffer, from: UInt32)
+        /// A transport datagram that came through the client's TURN allocation.
+        case turned(ByteBuffer, from: UInt32)
     }
 
     var role: Role
@@ -50,9 +52,11 @@ struct OnlineNode: DatagramMachine {
             server.handle(datagram: datagram, from: source, now: now)
             self.role = .server(server)
         case .client(var client):
-            // As the tenant does: relayed transport datagrams are unwrapped, the rest is the
-            // client's.
-            if datagram.getInteger(at: datagram.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue {
+            // As the tenant does: relayed transport datagrams are unwrapped, and the TURN
+            // server's; the rest is the client's.
+            if client.isTURNServer(source) {
+                if let (payload, peer) = client.unwrapTURN(datagram, now: now) { self.relayed.append(.turned(payload, from: peer)) }
+            } else if datagram.getInteger(at: datagram.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue {
                 if let (payload, peer) = client.unwrap(datagram, from: source, now: now) { self.relayed.append(.relayed(payload, from: peer)) }
             } else {
                 client.handle(datagram: datagram, from: source, now: now)
@@ -123,6 +127,8 @@ struct OnlineHost: VirtualHost {
     var address: SocketAddress
     /// Behind a NAT that filters: inbound only from addresses this host has sent to.
     var filters = false
+    /// Inbound only from these IP addresses (the servers), when set: nothing reaches it directly.
+    var acceptsOnlyFrom: Set<String>?
     var contacted: Set<SocketAddress> = []
     var events: [OnlineNode.Event] = []
     /// Datagrams to carry through the relay at the next settle: (to peer, payload).
@@ -131,6 +137,7 @@ struct OnlineHost: VirtualHost {
     func source(for destination: SocketAddress) -> SocketAddress { self.address }
     func accepts(_ destination: SocketAddress, from source: SocketAddress) -> Bool {
         destination == self.address && (!self.filters || self.contacted.contains(source))
+            && (self.acceptsOnlyFrom.map { $0.contains(source.ipAddress ?? "") } ?? true)
     }
 
     mutating func didSend(_ bytes: ByteBuffer, to destination: SocketAddress, now: NIODeadline) {
@@ -158,6 +165,10 @@ struct OnlineHost: VirtualHost {
 
     var relayedPayloads: [(String, UInt32)] {
         self.events.compactMap { if case .relayed(let payload, let peer) = $0 { return (String(buffer: payload), peer) } else { return nil } }
+    }
+
+    var turnedPayloads: [(String, UInt32)] {
+        self.events.compactMap { if case .turned(let payload, let peer) = $0 { return (String(buffer: payload), peer) } else { return nil } }
     }
 
     var code: RoomCode? {
@@ -207,7 +218,7 @@ struct OnlineTestbed {
     mutating func addClient(
         _ request: RoomRequest, peerID: UInt32, name: String? = nil, address: SocketAddress? = nil, sessionKey: UInt64 = Self.sessionKey,
         profile: ImpairmentProfile = .perfect, directPaths: Bool = false, hostCandidates: [SocketAddress] = [], filters: Bool = false,
-        stunServers: [SocketAddress] = []
+        stunServers: [SocketAddress] = [], turn: TURNServer? = nil, acceptsOnlyFrom: Set<String>? = nil
     ) -> Int {
         let index = self.network.hosts.count
         let address = address ?? (try! SocketAddress(ipAddress: "10.0.0.\(index)", port: 5000))
@@ -223,9 +234,11 @@ struct OnlineTestbed {
                 configuration: .init(localPeerID: peerID, localUfrag: "u\(peerID)", localPassword: "password-of-\(peerID)-0123456789", socketAcceptsIPv6: true),
                 random: random.split())
             : nil
-        var machine = OnlineMachine(room: room, paths: paths, stunServers: stunServers, random: random.split())
+        var machine = OnlineMachine(room: room, paths: paths, stunServers: stunServers, turn: turn, random: random.split())
         machine.start(hostCandidates: hostCandidates, now: self.network.now)
-        return self.network.add(OnlineHost(machine: .client(machine), address: address, filters: filters), profile: profile, seed: self.nextSeed)
+        return self.network.add(
+            OnlineHost(machine: .client(machine), address: address, filters: filters, acceptsOnlyFrom: acceptsOnlyFrom), profile: profile,
+            seed: self.nextSeed)
     }
 
     /// Adds a STUN server at `address` that reports senders' ports plus `portOffset`.

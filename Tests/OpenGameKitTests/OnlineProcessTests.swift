@@ -10,6 +10,9 @@ struct OnlineProcessTests {
         var alice: [[String: Any]]
         var bob: [[String: Any]]
         var rendezvous: [[String: Any]]
+        /// The sessions' info logs (standard error).
+        var aliceLog: [String] = []
+        var bobLog: [String] = []
 
         func events(_ side: [[String: Any]], _ name: String) -> [[String: Any]] {
             side.filter { $0["event"] as? String == name }
@@ -37,9 +40,12 @@ struct OnlineProcessTests {
             """
             scripts/nat-chat \(topology) --messages \(Self.messages) \(directory)
             sed 's/^/A /' \(directory)/alice.jsonl; sed 's/^/B /' \(directory)/bob.jsonl; sed 's/^/R /' \(directory)/rendezvous.jsonl
+            sed 's/^/AL /' \(directory)/alice.log; sed 's/^/BL /' \(directory)/bob.log
             """,
             timeout: 120)
-        return Outcome(alice: result.objects(tagged: "A"), bob: result.objects(tagged: "B"), rendezvous: result.objects(tagged: "R"))
+        return Outcome(
+            alice: result.objects(tagged: "A"), bob: result.objects(tagged: "B"), rendezvous: result.objects(tagged: "R"),
+            aliceLog: result.lines(tagged: "AL"), bobLog: result.lines(tagged: "BL"))
     }
 
     static var expected: [String] { (0..<Self.messages).map { "m\($0)" } + (0..<Self.messages).map { "n\($0)" } }
@@ -119,5 +125,21 @@ struct OnlineProcessTests {
         let statistics = try #require(outcome.rendezvous.last { $0["event"] as? String == "statistics" })
         #expect((statistics["relayedDatagrams"] as? Int ?? 0) > 0)
         #expect(statistics["allocations"] as? Int == 2)
+    }
+
+    /// Symmetric NATs and a TURN server (coturn) given to both: the relayed candidates work where
+    /// hole punching cannot. Alice (controlling) reaches Bob through her allocation; Bob sends
+    /// straight to her relayed address. Both report the path as relayed, and the rendezvous's relay
+    /// is left after the first messages.
+    @Test func behindSymmetricNATsATURNServerCarriesTheSessions() async throws {
+        let outcome = try await Self.chat(topology: "--random-fully --turn")
+        let all = "\(outcome.bob)\n\(outcome.aliceLog)\n\(outcome.bobLog)"
+        let bob = try #require(outcome.connected(outcome.bob), "bob never connected: \(all)")
+        #expect(bob["path"] as? String == "relayed")
+        #expect(outcome.aliceLog.contains { $0.contains("through the TURN server") && $0.contains("peer=bob") }, "\(all)")
+        #expect(outcome.bobLog.contains { $0.contains("direct path") && $0.contains("address=[IPv4]10.201.0.1:") && $0.contains("peer=alice") }, "\(all)")
+        // Bob's path is still reported as relayed: it ends at Alice's TURN allocation.
+        #expect(!outcome.paths(outcome.bob).contains("direct"), "\(all)")
+        #expect(outcome.received == Self.expected)
     }
 }

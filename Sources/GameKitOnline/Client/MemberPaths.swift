@@ -6,7 +6,9 @@ import NIOCore
 /// Direct paths to room members (PROTOCOL §18.9): ICE connectivity checks on the session's own
 /// socket, started when the transport first sends to a member (or the member checks first),
 /// and consent on the address found. Until a direct path is selected, and again once it stops
-/// answering, the member is reached through the relay. Sans-I/O.
+/// answering, the member is reached through the relay. With a TURN allocation
+/// (``relayAllocated(_:)``), checks also go through it, and a pair through it is a path too
+/// (``OnlinePath/turn(_:)``). Sans-I/O: datagrams `viaRelay` go in and out of TURN indications.
 package struct MemberPaths {
     package struct Path {
         var checker: ConnectivityChecker?
@@ -36,7 +38,9 @@ package struct MemberPaths {
     private var records: [UInt32: MemberRecord] = [:]
     private(set) var paths: [UInt32: Path] = [:]
     private var random: MachineRandom
-    private var outbox = Deque<(SocketAddress, ByteBuffer)>()
+    /// This side's TURN relayed address, once allocated.
+    private var relayed: SocketAddress?
+    private var outbox = Deque<(SocketAddress, ByteBuffer, viaRelay: Bool)>()
     private(set) var events = Deque<(UInt32, OnlinePath)>()
     /// Members to tell, through the relay, to check a path to this side now (both sides must
     /// send for their NATs to let the other's checks in).
@@ -76,6 +80,15 @@ package struct MemberPaths {
         if self.startChecks(peer, now: now), !invited { self.invitations.append(peer) }
     }
 
+    /// This side's TURN allocation exists: checks under way and to come use it as a base too.
+    mutating func relayAllocated(_ address: SocketAddress, now: NIODeadline) {
+        self.relayed = address
+        for peer in self.paths.keys.sorted() where self.paths[peer]?.checker != nil {
+            self.paths[peer]!.checker!.addRelay(address)
+            self.run(peer, now: now)
+        }
+    }
+
     /// The next member to invite to check.
     mutating func pollInvitation() -> UInt32? {
         self.invitations.popFirst()
@@ -91,6 +104,7 @@ package struct MemberPaths {
                 remotePassword: record.icePassword),
             timing: self.configuration.timing, socketAcceptsIPv6: self.configuration.socketAcceptsIPv6, now: now, random: self.random.split())
         Self.addCandidates(of: record, to: &checker)
+        if let relayed = self.relayed { checker.addRelay(relayed) }
         var path = self.paths[peer] ?? Path()
         path.checker = checker
         path.retryAt = nil
@@ -102,7 +116,14 @@ package struct MemberPaths {
     private static func addCandidates(of record: MemberRecord, to checker: inout ConnectivityChecker) {
         checker.addRemote(
             host: record.candidates.filter { $0.kind == .host }.map(\.address),
-            serverReflexive: record.candidates.filter { $0.kind == .serverReflexive }.map(\.address))
+            serverReflexive: record.candidates.filter { $0.kind == .serverReflexive }.map(\.address),
+            relayed: record.candidates.filter { $0.kind == .relayed }.map(\.address))
+    }
+
+    /// The member whose path goes through TURN to `address`, or whose candidate it is.
+    func member(at address: SocketAddress) -> UInt32? {
+        if let peer = self.paths.first(where: { $0.value.route == .turn(address) })?.key { return peer }
+        return self.records.first { $0.value.candidates.contains { $0.address == address } }?.key
     }
 
     /// Where the transport's datagrams to `peer` go now.
@@ -111,8 +132,9 @@ package struct MemberPaths {
     // MARK: - Datagrams
 
     /// A STUN datagram that is not the rendezvous's answer: a member's check or an answer to one
-    /// of ours. Returns whether a member's checker took it.
-    mutating func handleSTUN(_ datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) -> Bool {
+    /// of ours (unwrapped from a TURN Data indication when `viaRelay`). Returns whether a
+    /// member's checker took it.
+    mutating func handleSTUN(_ datagram: ByteBuffer, from source: SocketAddress, viaRelay: Bool = false, now: NIODeadline) -> Bool {
         if let username = ConnectivityChecker.username(of: datagram) {
             // A check: its USERNAME names us and the member ("ours:theirs").
             let parts = username.split(separator: ":", maxSplits: 1)
@@ -126,12 +148,12 @@ package struct MemberPaths {
                 self.strayChecks += 1
                 return false
             }
-            let taken = self.paths[peer]!.checker!.receive(datagram, from: source, now: now)
+            let taken = self.paths[peer]!.checker!.receive(datagram, from: source, viaRelay: viaRelay, now: now)
             self.run(peer, now: now)
             return taken
         }
         for peer in self.paths.keys.sorted() where self.paths[peer]?.checker != nil {
-            if self.paths[peer]!.checker!.receive(datagram, from: source, now: now) {
+            if self.paths[peer]!.checker!.receive(datagram, from: source, viaRelay: viaRelay, now: now) {
                 self.run(peer, now: now)
                 return true
             }
@@ -151,13 +173,13 @@ package struct MemberPaths {
     /// Collects a checker's datagrams and follows its state.
     private mutating func run(_ peer: UInt32, now: NIODeadline) {
         guard var path = self.paths[peer], var checker = path.checker else { return }
-        while let (destination, bytes) = checker.pollTransmit() { self.outbox.append((destination, bytes)) }
+        while let output = checker.pollTransmit() { self.outbox.append(output) }
         let route: OnlinePath
         switch checker.state {
         case .checking:
             route = path.route
-        case .selected(let address):
-            route = .direct(address)
+        case .selected(let address, let viaRelay):
+            route = viaRelay ? .turn(address) : .direct(address)
         case .failed, .consentLost:
             // Back to the relay; checks may start again later.
             route = .relayed
@@ -172,7 +194,8 @@ package struct MemberPaths {
         self.paths[peer] = path
     }
 
-    mutating func pollTransmit() -> (SocketAddress, ByteBuffer)? {
+    /// The next check or answer: to whom, and whether it goes through the TURN allocation.
+    mutating func pollTransmit() -> (SocketAddress, ByteBuffer, viaRelay: Bool)? {
         self.outbox.popFirst()
     }
 

@@ -1,6 +1,24 @@
+import DequeModule
 @_spi(Machine) import GameKitMachine
 @_spi(Machine) import GameKitTraversal
 import NIOCore
+
+/// A TURN server for an online session (RFC 8656 over UDP, long-term credentials).
+public struct TURNServer: Sendable, Equatable {
+    /// Where it listens (UDP).
+    public var address: SocketAddress
+    /// The long-term credential's user name.
+    public var username: String
+    /// The long-term credential's password.
+    public var password: String
+
+    /// A TURN server and its credentials.
+    public init(address: SocketAddress, username: String, password: String) {
+        self.address = address
+        self.username = username
+        self.password = password
+    }
+}
 
 /// An online session's machine on its socket, beside the transport (PROTOCOL §18): the room
 /// client (rendezvous and relay) and the direct paths to members, composed. STUN is told apart
@@ -19,13 +37,23 @@ package struct OnlineMachine: DatagramMachine {
     /// Server-reflexive addresses found so far, by where they were learned (the rendezvous
     /// first): each is a candidate the members are told.
     private var reflexive: [(server: SocketAddress?, address: SocketAddress)] = []
+    /// The configured TURN server (only with direct paths), its client once started, and what
+    /// goes to the server next (indications carrying checks and transport datagrams).
+    private let turnServer: TURNServer?
+    private var turn: TURNClient?
+    private var turnOutbox = Deque<ByteBuffer>()
+    private var turnReported = false
 
     /// `paths` nil: no direct paths (everything through the relay). `stunServers`: more servers
-    /// to learn this socket's public addresses from (only with direct paths).
-    package init(room: RoomClient, paths: MemberPaths?, stunServers: [SocketAddress] = [], random: MachineRandom = .system()) {
+    /// to learn this socket's public addresses from; `turn`: a TURN server whose allocation is
+    /// one more way to members (both only with direct paths).
+    package init(
+        room: RoomClient, paths: MemberPaths?, stunServers: [SocketAddress] = [], turn: TURNServer? = nil, random: MachineRandom = .system()
+    ) {
         self.room = room
         self.paths = paths
         self.stunServers = paths == nil ? [] : stunServers
+        self.turnServer = paths == nil ? nil : turn
         self.random = random
     }
 
@@ -46,16 +74,80 @@ package struct OnlineMachine: DatagramMachine {
             client.handleTimeout(now: now)
             self.stunClients.append(client)
         }
+        if let server = self.turnServer, let address = TraversalAddress(server.address) {
+            var client = TURNClient(server: address, username: server.username, password: server.password, now: now, random: self.random.split())
+            client.handleTimeout(now: now)
+            self.turn = client
+        }
     }
 
     package mutating func leave(now: NIODeadline) {
         self.room.leave(now: now)
+        if let release = self.turn?.close() { self.turnOutbox.append(ByteBuffer(bytes: release)) }
     }
 
-    /// A transport datagram to `peer` that goes through the relay; a direct path is sought.
+    /// A transport datagram to `peer` that does not go straight to it: through this side's TURN
+    /// allocation when that is the member's path, else through the rendezvous's relay (and a
+    /// direct path is sought).
     package mutating func carry(_ datagram: ByteBuffer, to peer: UInt32, now: NIODeadline) {
+        if case .turn(let address)? = self.paths?.route(to: peer) {
+            self.sendThroughTURN(datagram, to: address, now: now)
+            return
+        }
         self.room.carry(datagram, to: peer)
         self.paths?.wanted(peer, now: now)
+    }
+
+    /// Whether `source` is the configured TURN server (its datagrams go to ``unwrapTURN``).
+    package func isTURNServer(_ source: SocketAddress) -> Bool {
+        self.turnServer?.address == source
+    }
+
+    /// A datagram from the TURN server: its answers move the allocation along; a Data indication
+    /// carries a member's check (handled here) or a transport datagram (returned with the member
+    /// it came from).
+    package mutating func unwrapTURN(_ datagram: ByteBuffer, now: NIODeadline) -> (ByteBuffer, UInt32)? {
+        guard self.turn != nil else { return nil }
+        let received = self.turn!.receive(datagram, now: now)
+        self.followTURN(now: now)
+        guard case .data(let bytes, let from) = received else { return nil }
+        let payload = ByteBuffer(bytes: bytes)
+        let source = from.socketAddress
+        if let first = bytes.first, OnlinePacketType.isSTUN(firstByte: first) {
+            _ = self.paths?.handleSTUN(payload, from: source, viaRelay: true, now: now)
+            return nil
+        }
+        guard let peer = self.paths?.member(at: source) else { return nil }
+        return (payload, peer)
+    }
+
+    private mutating func sendThroughTURN(_ datagram: ByteBuffer, to address: SocketAddress, now: NIODeadline) {
+        guard self.turn?.relayedAddress != nil, let peer = TraversalAddress(address) else { return }
+        self.turn!.permit([peer], now: now)
+        self.turnOutbox.append(ByteBuffer(bytes: self.turn!.sendIndication(Array(datagram.readableBytesView), to: peer)))
+    }
+
+    /// Follows the allocation: once it exists, its relayed address is a candidate and a base for
+    /// checks; a failure is reported once.
+    private mutating func followTURN(now: NIODeadline) {
+        guard let turn = self.turn, !self.turnReported else { return }
+        switch turn.state {
+        case .allocated(let relayed, _):
+            self.turnReported = true
+            let address = relayed.socketAddress
+            self.room.update({ record in
+                record.candidates.removeAll { $0.kind == .relayed }
+                if record.candidates.count >= MemberRecord.maximumCandidates { record.candidates.removeLast() }
+                record.candidates.append(.init(kind: .relayed, address: address))
+            }, now: now)
+            self.paths?.relayAllocated(address, now: now)
+            self.pending.append(.turnAllocated(address))
+        case .failed(let reason):
+            self.turnReported = true
+            self.pending.append(.turnFailed(reason))
+        case .allocating, .closed:
+            break
+        }
     }
 
     /// A relayed datagram: the transport's (its payload and sender), or nil when it was not from
@@ -76,6 +168,10 @@ package struct OnlineMachine: DatagramMachine {
     // MARK: - DatagramMachine
 
     package mutating func handle(datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) {
+        if self.isTURNServer(source) {
+            _ = self.unwrapTURN(datagram, now: now)
+            return
+        }
         if let first = datagram.getInteger(at: datagram.readerIndex, as: UInt8.self), OnlinePacketType.isSTUN(firstByte: first),
             !self.room.isReflexiveAnswer(datagram), self.paths != nil
         {
@@ -100,6 +196,10 @@ package struct OnlineMachine: DatagramMachine {
         for index in self.stunClients.indices {
             if let deadline = self.stunClients[index].nextDeadline, deadline <= now { self.stunClients[index].handleTimeout(now: now) }
         }
+        if let deadline = self.turn?.nextDeadline, deadline <= now {
+            self.turn!.handleTimeout(now: now)
+            self.followTURN(now: now)
+        }
         self.followRoom(now: now)
     }
 
@@ -114,9 +214,26 @@ package struct OnlineMachine: DatagramMachine {
                 return self.stunClients[index].server.socketAddress
             }
         }
-        guard let (destination, bytes) = self.paths?.pollTransmit() else { return nil }
-        buffer.writeImmutableBuffer(bytes)
-        return destination
+        if let server = self.turnServer?.address {
+            if let bytes = self.turn?.pollTransmit() {
+                buffer.writeBytes(bytes)
+                return server
+            }
+            if let indication = self.turnOutbox.popFirst() {
+                buffer.writeImmutableBuffer(indication)
+                return server
+            }
+        }
+        while let (destination, bytes, viaRelay) = self.paths?.pollTransmit() {
+            if viaRelay {
+                // A check through the TURN allocation: it goes out in a Send indication (next).
+                self.sendThroughTURN(bytes, to: destination, now: now)
+                return self.pollTransmit(now: now, into: &buffer)
+            }
+            buffer.writeImmutableBuffer(bytes)
+            return destination
+        }
+        return nil
     }
 
     package mutating func pollEvent() -> RoomEvent? {
@@ -182,7 +299,7 @@ package struct OnlineMachine: DatagramMachine {
     }
 
     package var nextDeadline: NIODeadline? {
-        var deadline = self.room.nextDeadline.earliest(self.paths?.nextDeadline)
+        var deadline = self.room.nextDeadline.earliest(self.paths?.nextDeadline).earliest(self.turn?.nextDeadline)
         for client in self.stunClients { deadline = deadline.earliest(client.nextDeadline) }
         return deadline
     }

@@ -39,6 +39,9 @@ public enum OnlinePath: Sendable, Equatable {
     case relayed
     /// Straight to the member's address.
     case direct(SocketAddress)
+    /// Through this side's TURN allocation to the member's address (a configured TURN server
+    /// relays; the rendezvous's relay is not used).
+    case turn(SocketAddress)
 }
 
 /// What a room client reports.
@@ -60,6 +63,11 @@ public enum RoomEvent: Sendable, Equatable {
     case left
     /// The transport's datagrams to a member now take this path.
     case pathChanged(UInt32, OnlinePath)
+    /// The configured TURN server gave this relayed address (a candidate members are told).
+    case turnAllocated(SocketAddress)
+    /// The configured TURN server cannot be used (why); direct paths and the rendezvous's relay
+    /// go on without it.
+    case turnFailed(String)
 }
 
 /// Addresses that stand for room members inside the transport (PROTOCOL §18.6): in RFC 6666's

@@ -11,6 +11,8 @@ import NIOPosix
 /// relay; what arrives from either reaches the transport as from the member's address.
 @_spi(Machine) public final class OnlineTenant: SocketTenant, @unchecked Sendable {
     public let eventLoop: EventLoop
+    /// The configured TURN server, whose datagrams are unwrapped here.
+    private let turnServer: SocketAddress?
     private let driver: DatagramDriver<OnlineMachine>
     /// The direct paths, readable per datagram without the driver's lock.
     private let routes = NIOLockedValueBox(Routes())
@@ -31,17 +33,21 @@ import NIOPosix
     struct Routes {
         var direct: [UInt32: SocketAddress] = [:]
         var members: [SocketAddress: UInt32] = [:]
+        /// Members reached through the TURN allocation (carried: the machine wraps them).
+        var turn: [UInt32: SocketAddress] = [:]
     }
 
     /// A room client for `request` in the session `sessionKey`, reporting on `eventLoop` (the
     /// one the session's socket is then bound on). Nothing is sent before the socket is attached.
     /// `directPaths` false: members are reached through the relay only. `stunServers`: more
-    /// servers than the rendezvous to learn this socket's public addresses from.
+    /// servers than the rendezvous to learn this socket's public addresses from; `turn`: a TURN
+    /// server whose allocation is one more way to members (with direct paths only).
     public init(
         rendezvous: [SocketAddress], sessionKey: UInt64, request: RoomRequest, record: MemberRecord, directPaths: Bool = true,
-        stunServers: [SocketAddress] = [], eventLoop: EventLoop, onEvent: @escaping @Sendable (RoomEvent) -> Void
+        stunServers: [SocketAddress] = [], turn: TURNServer? = nil, eventLoop: EventLoop, onEvent: @escaping @Sendable (RoomEvent) -> Void
     ) {
         self.eventLoop = eventLoop
+        self.turnServer = directPaths ? turn?.address : nil
         var random = MachineRandom.system()
         let configuration = RoomClient.Configuration(rendezvous: rendezvous, sessionKey: sessionKey, request: request, record: record)
         let room = RoomClient(configuration: configuration, clock: .system(), now: .now(), random: random.split())
@@ -54,15 +60,21 @@ import NIOPosix
         let routes = self.routes
         let fallback = self.fallback
         weak var weakSelf: OnlineTenant?
-        self.driver = DatagramDriver(machine: OnlineMachine(room: room, paths: paths, stunServers: stunServers, random: random.split()), eventLoop: eventLoop) { event in
+        self.driver = DatagramDriver(machine: OnlineMachine(room: room, paths: paths, stunServers: stunServers, turn: turn, random: random.split()), eventLoop: eventLoop) { event in
             if case .rendezvousLost = event { weakSelf?.useStreams() }
             if case .joined = event, fallback.withLockedValue({ $0.started }) { weakSelf?.useStreams() }
             if case .pathChanged(let peer, let path) = event {
                 routes.withLockedValue { routes in
                     if let old = routes.direct.removeValue(forKey: peer) { routes.members[old.unmappingIPv4] = nil }
-                    if case .direct(let address) = path {
+                    routes.turn[peer] = nil
+                    switch path {
+                    case .direct(let address):
                         routes.direct[peer] = address
                         routes.members[address.unmappingIPv4] = peer
+                    case .turn(let address):
+                        routes.turn[peer] = address
+                    case .relayed:
+                        break
                     }
                 }
             }
@@ -184,6 +196,12 @@ import NIOPosix
         // A dual-stack socket reports IPv4 senders as IPv4-mapped IPv6 addresses: the room
         // client knows the rendezvous, the relay and members by their IPv4 addresses.
         let source = source.unmappingIPv4
+        if source == self.turnServer {
+            // The TURN server: its answers, and members' datagrams in Data indications.
+            let now = self.eventLoop.now
+            let unwrapped = self.driver.withLockedMachine { $0.unwrapTURN(datagram, now: now) }
+            return unwrapped.map { ($0.0, MemberAddress.of($0.1)) }
+        }
         guard datagram.getInteger(at: datagram.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue else {
             self.driver.receive(datagram, from: source)
             return nil
@@ -243,6 +261,8 @@ import NIOPosix
 
     /// How the transport's datagrams to `peer` travel now.
     public func path(to peer: UInt32) -> OnlinePath {
-        self.routes.withLockedValue { $0.direct[peer] }.map(OnlinePath.direct) ?? .relayed
+        self.routes.withLockedValue { routes in
+            routes.direct[peer].map(OnlinePath.direct) ?? routes.turn[peer].map(OnlinePath.turn) ?? .relayed
+        }
     }
 }

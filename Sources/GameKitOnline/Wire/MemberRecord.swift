@@ -9,8 +9,11 @@ public struct MemberRecord: Equatable, Sendable {
         public enum Kind: UInt8, Sendable {
             /// An address of one of the member's own interfaces.
             case host = 1
-            /// The member's address as the rendezvous saw it (its NAT's mapping).
+            /// The member's address as the rendezvous (or a STUN server) saw it (its NAT's
+            /// mapping).
             case serverReflexive = 2
+            /// An address on a TURN server that relays to the member (its allocation).
+            case relayed = 3
         }
 
         /// How it was learnt.

@@ -9,8 +9,8 @@ import NIOCore
 ///
 /// The owner sends every datagram `poll` returns to ``server``, hands every STUN message from the
 /// server to `receive`, and calls `poll` again by ``nextDeadline``.
-struct TURNClient: Sendable {
-    enum State: Equatable, Sendable {
+package struct TURNClient: Sendable {
+    package enum State: Equatable, Sendable {
         case allocating
         /// The relayed address others can send to, and this socket's server-reflexive address.
         case allocated(relayed: TraversalAddress, mapped: TraversalAddress?)
@@ -19,7 +19,7 @@ struct TURNClient: Sendable {
     }
 
     /// What `receive` found.
-    enum Received: Equatable, Sendable {
+    package enum Received: Equatable, Sendable {
         /// Not a message for this client.
         case ignored
         /// A response that moved the client along (check `state`).
@@ -28,11 +28,11 @@ struct TURNClient: Sendable {
         case data([UInt8], from: TraversalAddress)
     }
 
-    let server: TraversalAddress
+    package let server: TraversalAddress
     private let username: String
     private let password: String
     private let timing: STUNTransaction.Timing
-    private(set) var state = State.allocating
+    package private(set) var state = State.allocating
 
     private var realm: String?
     private var nonce: String?
@@ -60,6 +60,11 @@ struct TURNClient: Sendable {
     /// Permissions last 300 s (RFC 8656 §9); they are refreshed a minute early.
     static let permissionRefresh = TimeAmount.seconds(240)
 
+    /// A client whose allocation request goes out at once.
+    package init(server: TraversalAddress, username: String, password: String, now: NIODeadline, random: MachineRandom) {
+        self.init(server: server, username: username, password: password, timing: .init(), now: now, random: random)
+    }
+
     init(server: TraversalAddress, username: String, password: String, timing: STUNTransaction.Timing = .init(), now: NIODeadline,
          random: MachineRandom = .system()) {
         self.random = random
@@ -75,7 +80,7 @@ struct TURNClient: Sendable {
         Array(Insecure.MD5.hash(data: Array("\(username):\(realm):\(password)".utf8)))
     }
 
-    var relayedAddress: TraversalAddress? {
+    package var relayedAddress: TraversalAddress? {
         if case .allocated(let relayed, _) = self.state { return relayed }
         return nil
     }
@@ -117,7 +122,7 @@ struct TURNClient: Sendable {
 
     /// Asks the server to let these peers' IP addresses send to the relayed address (ports do not
     /// matter to permissions). Already-permitted addresses are skipped.
-    mutating func permit(_ peers: [TraversalAddress], now: NIODeadline) {
+    package mutating func permit(_ peers: [TraversalAddress], now: NIODeadline) {
         guard case .allocated = self.state else { return }
         var fresh: [[UInt8]] = []
         for peer in peers where peer.isIPv4 == self.server.isIPv4 && peer.bytes.first != 127
@@ -134,7 +139,7 @@ struct TURNClient: Sendable {
     }
 
     /// A Send indication carrying `payload` to `peer` through the relay (RFC 8656 §11.1).
-    mutating func sendIndication(_ payload: [UInt8], to peer: TraversalAddress) -> [UInt8] {
+    package mutating func sendIndication(_ payload: [UInt8], to peer: TraversalAddress) -> [UInt8] {
         let id = STUNMessage.randomTransactionID(using: &self.random)
         return STUNMessage(.send, .indication, transactionID: id, attributes: [
             .xorAddress(.xorPeerAddress, peer, transactionID: id), STUNAttribute(.data, payload),
@@ -142,7 +147,7 @@ struct TURNClient: Sendable {
     }
 
     /// Releases the allocation (a Refresh with lifetime 0), sent once, unanswered.
-    mutating func close() -> [UInt8]? {
+    package mutating func close() -> [UInt8]? {
         guard case .allocated = self.state else {
             self.state = .closed
             return nil
@@ -155,7 +160,7 @@ struct TURNClient: Sendable {
 
     /// Runs what is due at `now`: refreshes, permissions, retransmissions (their datagrams are
     /// taken with ``pollTransmit()``).
-    mutating func handleTimeout(now: NIODeadline) {
+    package mutating func handleTimeout(now: NIODeadline) {
         if case .allocated = self.state {
             if let refreshAt = self.refreshAt, now >= refreshAt {
                 self.refreshAt = nil
@@ -185,11 +190,11 @@ struct TURNClient: Sendable {
     }
 
     /// The next datagram for the server, in order; nil when none is due.
-    mutating func pollTransmit() -> [UInt8]? {
+    package mutating func pollTransmit() -> [UInt8]? {
         self.outbox.isEmpty ? nil : self.outbox.removeFirst()
     }
 
-    var nextDeadline: NIODeadline? {
+    package var nextDeadline: NIODeadline? {
         switch self.state {
         case .failed, .closed: return nil
         default: break
@@ -199,6 +204,12 @@ struct TURNClient: Sendable {
     }
 
     // MARK: - Receiving
+
+    /// Takes a datagram that came from the server (anything but STUN is ignored).
+    package mutating func receive(_ datagram: ByteBuffer, now: NIODeadline) -> Received {
+        guard let decoded = try? STUNMessage.decode(Array(datagram.readableBytesView)) else { return .ignored }
+        return self.receive(decoded, now: now)
+    }
 
     /// Takes a STUN message that came from the server.
     mutating func receive(_ decoded: DecodedSTUNMessage, now: NIODeadline) -> Received {

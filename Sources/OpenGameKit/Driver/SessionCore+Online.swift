@@ -63,13 +63,18 @@ extension SessionCore {
         }
         let rendezvous = try await Self.resolve(online.rendezvous)
         let stunServers = try await Self.resolve(online.stunServers, defaultPort: GKSession.Configuration.Online.defaultSTUNPort, what: "STUN server")
+        var turn: TURNServer?
+        if let server = online.turnServers.first {
+            let address = try await Self.resolve([server.address], defaultPort: GKSession.Configuration.Online.defaultSTUNPort, what: "TURN server")
+            turn = TURNServer(address: address[0], username: server.username, password: server.password)
+        }
         let record = MemberRecord(
             peerID: self.identity.peerID, displayName: self.identity.displayName, keyShare: livenessPublicKey,
             isVisible: self.identity.mode != .client)
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let tenant = OnlineTenant(
             rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record,
-            directPaths: online.directPaths, stunServers: stunServers, eventLoop: eventLoop
+            directPaths: online.directPaths, stunServers: stunServers, turn: turn, eventLoop: eventLoop
         ) { [weak self] event in
             self?.handle(event)
         }
@@ -167,8 +172,13 @@ extension SessionCore {
                 let name = machine.displayName(of: peer) ?? "\(peer)"
                 switch path {
                 case .direct(let address): self.logger.info("direct path", metadata: ["peer": "\(name) (\(peer))", "address": "\(address)"])
+                case .turn(let address): self.logger.info("through the TURN server", metadata: ["peer": "\(name) (\(peer))", "address": "\(address)"])
                 case .relayed: self.logger.info("through the relay", metadata: ["peer": "\(name) (\(peer))"])
                 }
+            case .turnAllocated(let address):
+                self.logger.debug("TURN allocation", metadata: ["relayed": "\(address)"])
+            case .turnFailed(let reason):
+                self.logger.warning("the TURN server cannot be used", metadata: ["reason": "\(reason)"])
             case .left:
                 break
             }
@@ -233,9 +243,14 @@ extension SessionCore {
         guard let link = self.read({ $0.peers[peerID]?.link }) else { return nil }
         guard let address = self.transportLinkAddress(link) else { return nil }
         guard let member = MemberAddress.peer(of: address) else { return .lan }
-        switch self.lock.withLock({ self.online.tenant })?.path(to: member) {
-        case .direct?: return .direct
-        case .relayed?, nil: return .relayed
+        let (tenant, record) = self.lock.withLock { (self.online.tenant, self.online.members[member]) }
+        switch tenant?.path(to: member) {
+        case .direct(let address)?:
+            // Straight to the member's TURN allocation is still through a relay (its TURN server).
+            let relayed = record?.candidates.contains { $0.kind == .relayed && $0.address == address } ?? false
+            return relayed ? .relayed : .direct
+        case .relayed?, .turn?, nil:
+            return .relayed
         }
     }
 }

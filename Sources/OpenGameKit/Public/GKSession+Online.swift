@@ -31,6 +31,29 @@ extension GKSession.Configuration {
         /// address besides the rendezvous (which answers STUN itself): each distinct address
         /// they report is one more candidate for direct paths. Empty by default.
         public var stunServers: [String] = []
+        /// TURN servers (RFC 8656 over UDP); the first is used. With one, the session also
+        /// offers members an address on it (a relayed candidate), and a member that cannot be
+        /// reached directly may be reached through it instead of the rendezvous's relay, for
+        /// deployments that run their own TURN servers (or a rendezvous without a relay). Empty
+        /// by default; used only with ``directPaths``.
+        public var turnServers: [TURNServer] = []
+
+        /// A TURN server: `HOST[:PORT]` (port 3478 by default) and its long-term credentials.
+        public struct TURNServer: Sendable, Equatable {
+            /// `HOST[:PORT]`, IPv6 in brackets.
+            public var address: String
+            /// The long-term credential's user name.
+            public var username: String
+            /// The long-term credential's password.
+            public var password: String
+
+            /// A TURN server and its credentials.
+            public init(address: String, username: String, password: String) {
+                self.address = address
+                self.username = username
+                self.password = password
+            }
+        }
 
         /// A room on one rendezvous.
         public init(rendezvous: String, room: Room, alsoNearby: Bool = true, directPaths: Bool = true) {
@@ -59,7 +82,8 @@ extension GKSession {
         case lan
         /// Straight to the peer across the internet (NAT traversal found a way).
         case direct
-        /// Through the rendezvous's relay, still encrypted end to end.
+        /// Through a relay, still encrypted end to end: the rendezvous's, or a TURN server
+        /// (``Configuration/Online-swift.struct/turnServers``) of either side.
         case relayed
 
         /// "LAN", "direct" or "relayed".
