@@ -19,15 +19,15 @@ struct OnlineSessionTests {
 
     static func session(
         _ name: String, _ mode: GKSessionMode = .peer, room: GKSession.Configuration.Online.Room, rendezvous: RendezvousService,
-        id: String = "online-test", password: String? = nil, directPaths: Bool = false
+        id: String = "online-test", password: String? = nil, directPaths: Bool = false, relays: Bool = false, answer: SessionRecorder.Answer = .accept
     ) -> SessionRecorder {
         // Bound as users bind (every address, dual stack): IPv4 peers then appear IPv4-mapped.
-        var configuration = GKSession.Configuration()
+        var configuration = GKSession.Configuration(relaysBetweenClients: relays)
         let host = rendezvous.localAddress.protocol == .inet6 ? "[\(rendezvous.localAddress.ipAddress!)]" : rendezvous.localAddress.ipAddress!
         configuration.online = .init(
             rendezvous: "\(host):\(rendezvous.localAddress.port!)", room: room, alsoNearby: false, directPaths: directPaths)
         let session = GKSession(sessionID: id, displayName: name, sessionMode: mode, password: password, configuration: configuration)
-        let recorder = SessionRecorder(session)
+        let recorder = SessionRecorder(session, answer: answer)
         session.isAvailable = true
         return recorder
     }
@@ -199,6 +199,41 @@ struct OnlineSessionTests {
         }
         await frank.close()
         await stun.stop()
+        await rendezvous.stop()
+    }
+
+    /// The server mode online, as on the LAN: a server's room, clients that join it by code and
+    /// connect to the server (they are not listed to each other: clients do not advertise), the
+    /// server relaying between them, reliable and unreliable; a server that denies is denied.
+    @Test func aServerInARoomTakesClientsAndRelaysBetweenThem() async throws {
+        let rendezvous = try await Self.rendezvous()
+        let server = Self.session("Server", .server, room: .create, rendezvous: rendezvous, relays: true)
+        let code = try await server.session.waitForRoomCode()
+        let clients = ["C1", "C2"].map { Self.session($0, .client, room: .join(code: code), rendezvous: rendezvous) }
+        for client in clients {
+            #expect(await client.waitUntilSees(server.session))
+            client.session.connect(toPeer: server.session.peerID, withTimeout: 10)
+            #expect(await client.wait(for: .state(server.session.peerID, .stateConnected)))
+        }
+        // Each client learns the other through the server, as on the LAN.
+        #expect(await clients[0].wait(for: .state(clients[1].session.peerID, .stateConnected)))
+        #expect(await clients[1].wait(for: .state(clients[0].session.peerID, .stateConnected)))
+        #expect(clients[0].session.route(toPeer: clients[1].session.peerID) == .throughServer(server.session.peerID))
+        #expect(clients[0].session.peers(with: .stateAvailable) == [])
+        try clients[0].session.sendData(toAllPeers: Data("hello room".utf8), with: .reliable)
+        try clients[0].session.send(Data("quick".utf8), toPeers: [clients[1].session.peerID!], with: .unreliable)
+        #expect(await clients[1].wait(for: .data(clients[0].session.peerID, Data("hello room".utf8))))
+        #expect(await server.wait(for: .data(clients[0].session.peerID, Data("hello room".utf8))))
+        #expect(await clients[1].wait(for: .data(clients[0].session.peerID, Data("quick".utf8))))
+        #expect(server.session.statistics.relayedMessages >= 2)
+        // A server that denies: the client's attempt fails with the denial.
+        let strict = Self.session("Strict", .server, room: .create, rendezvous: rendezvous, answer: .deny)
+        let strictCode = try await strict.session.waitForRoomCode()
+        let late = Self.session("Late", .client, room: .join(code: strictCode), rendezvous: rendezvous)
+        #expect(await late.waitUntilSees(strict.session))
+        late.session.connect(toPeer: strict.session.peerID, withTimeout: 10)
+        #expect(await late.wait(for: .failed(strict.session.peerID!, .declinedError)))
+        for recorder in clients + [server, strict, late] { await recorder.session.close() }
         await rendezvous.stop()
     }
 
