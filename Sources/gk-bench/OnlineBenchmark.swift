@@ -183,11 +183,22 @@ struct OnlineBenchmark: AsyncParsableCommand {
             _ = try? await joiner.waitForRoomCode()
             let joined = NIODeadline.now()
             if await Self.until({ joiner.peers(with: .stateAvailable).contains(host.peerID) }) {
+                let attempt = NIODeadline.now()
                 do {
                     try await joiner.connect(to: host.peerID, timeout: 10)
                     try joiner.send(Data("first".utf8), toPeers: [host.peerID!], with: .reliable)
                 } catch {
-                    FileHandle.standardError.write(Data("first-message \(path) round \(round): \(error.localizedDescription)\n".utf8))
+                    // What each side's transport saw, for a failure that is rare.
+                    func figures(_ session: GKSession) -> String {
+                        guard let s = session.transportStatistics else { return "-" }
+                        return "sent \(s.datagramsSent) received \(s.datagramsReceived) requests \(s.connectionRequestsReceived) opened \(s.linksOpened) unroutable \(s.droppedUnroutable) unknown-link \(s.droppedUnknownLink) stray-handshake \(s.droppedStrayHandshake) overload \(s.droppedOverload)"
+                    }
+                    FileHandle.standardError.write(Data("""
+                        first-message \(path) round \(round): \(error.localizedDescription) after \(Int(Self.milliseconds(since: attempt))) ms
+                          joiner: \(figures(joiner))
+                          host: \(figures(host))
+
+                        """.utf8))
                 }
                 let connected = NIODeadline.now()
                 if await Self.until({ inbox.first.withLockedValue { $0 } != nil }), let at = inbox.first.withLockedValue({ $0 }) {
