@@ -48,7 +48,7 @@ struct VoiceBenchmark: ParsableCommand {
             ("jitter20", ImpairmentProfile(jitter: .milliseconds(20))),
         ]
         for (work, profile) in works {
-            for pipeline in [VoiceStreamSimulation.Pipeline.opengamekit, .baseline] {
+            for pipeline in [VoiceStreamSimulation.Pipeline.opengamekit, .fecReference, .baseline] {
                 let simulation = VoiceStreamSimulation(pipeline: pipeline, impairment: profile, seed: seed)
                 let (played, loss) = try simulation.run(speech: speech)
                 let score = try quality.measure(reference: speech, degraded: played, name: "\(work)-\(pipeline.rawValue)")
@@ -141,9 +141,15 @@ struct VoiceBenchmark: ParsableCommand {
         for work in Set(rows.compactMap { $0["impl"] as? String == "plain-opus-80ms" ? $0["work"] as? String : nil }).sorted() {
             let ours = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "opengamekit" }
             let base = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "plain-opus-80ms" }
+            let reference = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "opus-fec-80ms" }
             if let a = ours?["pesq_wb"] as? Double, let b = base?["pesq_wb"] as? Double {
-                let line: [String: Any] = ["work": work, "impl": "ratio", "pesq_wb_ratio_vs_baseline": a / b, "pesq_wb_gain_vs_baseline": a - b]
-                table += "  -> \(work): PESQ-WB \(String(format: "%.2f", a)) vs \(String(format: "%.2f", b)) (×\(String(format: "%.2f", a / b)))\n"
+                var line: [String: Any] = ["work": work, "impl": "ratio", "pesq_wb_ratio_vs_baseline": a / b, "pesq_wb_gain_vs_baseline": a - b]
+                table += "  -> \(work): PESQ-WB \(String(format: "%.2f", a)) vs \(String(format: "%.2f", b)) (×\(String(format: "%.2f", a / b)))"
+                if let r = reference?["pesq_wb"] as? Double {
+                    line["pesq_wb_gain_vs_fec_reference"] = a - r
+                    table += ", vs the FEC reference \(String(format: "%.2f", r)) (\(String(format: "%+.2f", a - r)))"
+                }
+                table += "\n"
                 if json { emitJSONLine(line) }
             }
         }

@@ -11,6 +11,15 @@ struct VoiceStreamSimulation {
         case opengamekit
         /// Plain Opus without FEC and a fixed 80 ms buffer.
         case baseline = "plain-opus-80ms"
+        /// The FEC reference of issue 17: plain Opus with its in-band FEC planned for the loss
+        /// the condition has (set once, as a static application would), a fixed 80 ms buffer
+        /// that always waits for the next packet's copy.
+        case fecReference = "opus-fec-80ms"
+    }
+
+    /// The loss the condition is made with, in percent (what the FEC reference is told).
+    var nominalLossPercent: Int {
+        Int((max(self.impairment.loss, self.impairment.burstLoss?.averageLoss ?? 0) * 100).rounded())
     }
 
     let pipeline: Pipeline
@@ -21,11 +30,19 @@ struct VoiceStreamSimulation {
     func run(speech: [Int16]) throws -> (played: [Int16], lossPercent: Double) {
         var opus = OpusSettings()
         var jitter = JitterBuffer.Configuration()
-        if pipeline == .baseline {
+        switch pipeline {
+        case .opengamekit:
+            break
+        case .baseline:
             opus.inBandFEC = false
             opus.initialExpectedLossPercent = 0
             jitter.adaptive = false
             jitter.holdForFEC = false
+            jitter.initialDelayMilliseconds = 80
+        case .fecReference:
+            opus.initialExpectedLossPercent = self.nominalLossPercent
+            jitter.adaptive = false
+            jitter.holdForFEC = true
             jitter.initialDelayMilliseconds = 80
         }
         let format = jitter.format
@@ -52,7 +69,7 @@ struct VoiceStreamSimulation {
                 }
             }
             played.append(contentsOf: receiver.pull())
-            if frame % (1000 / format.frameMilliseconds) == 0, frame > 0,
+            if pipeline != .fecReference, frame % (1000 / format.frameMilliseconds) == 0, frame > 0,
                 case .report(let loss, _, _, _) = receiver.makeReport()
             {
                 sender.apply(reportedLossPercent: Int(loss))
