@@ -87,6 +87,27 @@ struct CodecTests {
         #expect(try VoicePacket(decoding: [0x12, 250, 0, 0, 0, 0, 0, 0]) == .report(lossPercent: 100, highestSequence: 0, jitterMilliseconds: 0, targetDelayMilliseconds: 0))
     }
 
+    @Test("The FEC is planned for the highest loss of the last reports, up to the ceiling; clean reports switch it off in time")
+    func fecPlanningHoldsTheHighestRecentLossUpToTheCeiling() throws {
+        var settings = OpusSettings()
+        settings.lossHoldReports = 3
+        let sender = try VoiceSender(settings: settings)
+        #expect(sender.expectedLossPercent == 5)  // before any report
+        sender.apply(reportedLossPercent: 2)
+        #expect(sender.expectedLossPercent == 2)
+        sender.apply(reportedLossPercent: 0)  // a clean second amid loss: still planned for 2 %
+        #expect(sender.expectedLossPercent == 2)
+        sender.apply(reportedLossPercent: 30)  // heavy loss: the ceiling
+        #expect(sender.expectedLossPercent == 5)
+        sender.apply(reportedLossPercent: 0)
+        sender.apply(reportedLossPercent: 0)
+        #expect(sender.expectedLossPercent == 5)  // 30 is still among the last 3
+        sender.apply(reportedLossPercent: 0)
+        #expect(sender.expectedLossPercent == 0)  // three clean reports: no FEC spent
+        sender.apply(reportedLossPercent: -4)  // nonsense counts as none
+        #expect(sender.expectedLossPercent == 0)
+    }
+
     @Test("Settings out of range are refused")
     func settingsAreValidated() {
         var settings = OpusSettings()
@@ -95,6 +116,12 @@ struct CodecTests {
         settings = OpusSettings()
         settings.complexity = 11
         #expect(throws: VoiceEngineError.self) { try OpusVoiceEncoder(settings: settings) }
+        settings = OpusSettings()
+        settings.maximumExpectedLossPercent = 101
+        #expect(throws: VoiceEngineError.invalidConfiguration("maximum expected loss 101 %")) { try OpusVoiceEncoder(settings: settings) }
+        settings = OpusSettings()
+        settings.lossHoldReports = 0
+        #expect(throws: VoiceEngineError.invalidConfiguration("loss hold 0 reports")) { try OpusVoiceEncoder(settings: settings) }
         #expect(throws: VoiceEngineError.self) { try VoiceFormat(frameMilliseconds: 15) }
         #expect(throws: Never.self) { try VoiceFormat(frameMilliseconds: 10) }
     }

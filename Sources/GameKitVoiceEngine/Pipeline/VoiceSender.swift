@@ -2,13 +2,16 @@
 ///
 /// Meters the microphone (after echo cancellation, before mute: "is someone speaking here"),
 /// replaces the frame with silence when muted, encodes it with Opus and wraps it in a
-/// `VoicePacket`. Receiver reports set the loss the encoder plans its FEC for.
+/// `VoicePacket`. Receiver reports set the loss the encoder plans its FEC for: the highest of the
+/// last ``OpusSettings/lossHoldReports``, at most ``OpusSettings/maximumExpectedLossPercent``.
 public final class VoiceSender {
     private let encoder: OpusVoiceEncoder
     private let settings: OpusSettings
     private let format: VoiceFormat
     private var sequence: UInt16
     private var timestamp: UInt32
+    /// The latest reported losses, oldest first.
+    private var recentLoss: [Int] = []
     /// Whether frames go out as silence.
     public var isMuted = false
     /// The microphone's level.
@@ -49,8 +52,11 @@ public final class VoiceSender {
         return packet.encoded()
     }
 
-    /// Takes a receiver report: the encoder plans for the loss it saw.
+    /// Takes a receiver report: the encoder plans for the highest loss of the recent reports, up
+    /// to the ceiling.
     public func apply(reportedLossPercent: Int) {
-        encoder.expectedLossPercent = reportedLossPercent
+        recentLoss.append(max(0, reportedLossPercent))
+        if recentLoss.count > settings.lossHoldReports { recentLoss.removeFirst(recentLoss.count - settings.lossHoldReports) }
+        encoder.expectedLossPercent = min(recentLoss.max() ?? 0, settings.maximumExpectedLossPercent)
     }
 }
