@@ -121,6 +121,13 @@ enum OnlineScale {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let postgres = ChildProcess(root.appendingPathComponent("scripts/postgres").path, ["start", database], name: "postgres", captureErrors: true)
         try postgres.start()
+        // Stopped however this ends, even if it never said it was up (a server may have started).
+        defer {
+            let stop = ChildProcess(root.appendingPathComponent("scripts/postgres").path, ["stop", database], name: "postgres")
+            try? stop.start()
+            _ = stop.waitForExit(timeout: 30)
+            postgres.terminate()
+        }
         // The URL is printed once the server accepts connections. (The script's end is not waited
         // for: Foundation sees it running while the server it started lives.)
         let started = Date()
@@ -128,14 +135,7 @@ enum OnlineScale {
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         guard let url = postgres.lines.last(where: { $0.hasPrefix("postgres://") }) else {
-            postgres.terminate()
             return ["work": "scale", "error": "PostgreSQL did not start: \(postgres.errorTail ?? "")"]
-        }
-        defer {
-            let stop = ChildProcess(root.appendingPathComponent("scripts/postgres").path, ["stop", database], name: "postgres")
-            try? stop.start()
-            _ = stop.waitForExit(timeout: 30)
-            postgres.terminate()
         }
         let key = scratch.appendingPathComponent("signing.key").path
         var instances: [ChildProcess] = []
