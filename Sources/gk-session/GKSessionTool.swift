@@ -84,8 +84,7 @@ struct GKSessionTool: AsyncParsableCommand {
 
     /// `USER:PASSWORD@HOST[:PORT]` as a TURN server.
     static func turnServer(_ text: String) -> GKSession.Configuration.Online.TURNServer? {
-        guard let at = text.lastIndex(of: "@"), let colon = text[..<at].firstIndex(of: ":"), text.index(after: at) < text.endIndex else { return nil }
-        return .init(address: String(text[text.index(after: at)...]), username: String(text[..<colon]), password: String(text[text.index(after: colon)..<at]))
+        TURNArgument(text).map { .init(address: $0.address, username: $0.username, password: $0.password) }
     }
 
     func run() async throws {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GameKitTransport
 import GameKitTraversal
+import NetworkImpairment
 import OpenGameKitVoice
 
 /// The options every gk-voice command shares: servers, devices, timing.
@@ -37,13 +38,10 @@ struct VoiceOptions: ParsableArguments {
             let (host, port) = try Self.hostPort(value)
             return RealTimeConnection.STUNServer(host: host, port: port)
         }
-        if let turn = self.turn {
-            guard let at = turn.lastIndex(of: "@"), let colon = turn[..<at].firstIndex(of: ":") else {
-                throw ValidationError("--turn wants USER:PASSWORD@HOST[:PORT]")
-            }
-            let (host, port) = try Self.hostPort(String(turn[turn.index(after: at)...]))
-            configuration.turnServers = [RealTimeConnection.TURNServer(
-                host: host, port: port, username: String(turn[..<colon]), password: String(turn[turn.index(after: colon)..<at]))]
+        if let text = self.turn {
+            guard let turn = TURNArgument(text) else { throw ValidationError("--turn wants USER:PASSWORD@HOST[:PORT]") }
+            let (host, port) = try Self.hostPort(turn.address)
+            configuration.turnServers = [RealTimeConnection.TURNServer(host: host, port: port, username: turn.username, password: turn.password)]
         }
         configuration.relayOnly = self.relayOnly
         configuration.pathTimeout = self.pathTimeout

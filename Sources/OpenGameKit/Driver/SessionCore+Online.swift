@@ -61,6 +61,7 @@ extension SessionCore {
             }
             request = .join(code)
         }
+        guard !online.rendezvous.isEmpty else { throw GKSessionError(.invalidParameterError, "An online session needs a rendezvous address.") }
         let rendezvous = try await Self.resolve(online.rendezvous)
         let stunServers = try await Self.resolve(online.stunServers, defaultPort: GKSession.Configuration.Online.defaultSTUNPort, what: "STUN server")
         var turn: TURNServer?
@@ -82,12 +83,11 @@ extension SessionCore {
         return tenant
     }
 
-    /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread); at least one
-    /// for the rendezvous.
+    /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread); `what` names
+    /// them in errors.
     static func resolve(
         _ texts: [String], defaultPort: Int = GKSession.Configuration.Online.defaultPort, what: String = "rendezvous"
     ) async throws -> [SocketAddress] {
-        guard !texts.isEmpty || what != "rendezvous" else { throw GKSessionError(.invalidParameterError, "An online session needs a rendezvous address.") }
         var addresses: [SocketAddress] = []
         for text in texts {
             let (host, port) = try Self.split(text, defaultPort: defaultPort, what: what)
