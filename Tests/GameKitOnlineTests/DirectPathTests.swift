@@ -4,7 +4,7 @@ import NIOCore
 import NetworkImpairment
 import Testing
 
-@testable import GameKitOnline
+@_spi(Machine) @testable import GameKitOnline
 
 @Suite("Direct paths to room members")
 struct DirectPathTests {
@@ -67,6 +67,42 @@ struct DirectPathTests {
         bed.network.advance(by: .seconds(15))
         bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "again"))]
         #expect(bed.network.run(for: .seconds(5)) { Self.direct($0.hosts[1], to: 2) != nil && Self.direct($0.hosts[2], to: 1) != nil })
+    }
+
+    @Test("A member that selects the path first is known by the address it nominated it from")
+    func theNominatingAddressIsTheMembersBeforeThisSideSelects() throws {
+        var bed = try Self.room()
+        // Alice (1) controls and nominates. Her answers to Bob's checks are lost, so Bob never
+        // selects the path himself, while Alice selects it and sends from her address.
+        bed.network.interceptor = { datagram in
+            !(datagram.source == Self.alice && datagram.destination == Self.bob && datagram.bytes.getInteger(at: datagram.bytes.readerIndex, as: UInt16.self) == 0x0101)
+        }
+        bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "hello"))]
+        #expect(bed.network.run(for: .seconds(5)) { Self.direct($0.hosts[1], to: 2) != nil })
+        #expect(Self.direct(bed.network.hosts[2], to: 1) == nil)
+        let told = bed.network.hosts[2].roomEvents.filter { if case .memberSendsFrom = $0 { true } else { false } }
+        #expect(told == [.memberSendsFrom(1, Self.alice)])
+        // Alice is told nothing of the kind: Bob does not nominate.
+        #expect(!bed.network.hosts[1].roomEvents.contains { if case .memberSendsFrom = $0 { true } else { false } })
+    }
+
+    @Test("The tenant takes a member's datagrams from every address it nominated or was reached at, until it leaves")
+    func theTenantsMemberSourcesFollowTheRoom() throws {
+        let other = try SocketAddress(ipAddress: "192.0.2.7", port: 7000)
+        var routes = OnlineTenant.Routes()
+        routes.follow(.memberSendsFrom(1, Self.alice))
+        #expect(routes.members == [Self.alice: 1] && routes.direct.isEmpty)
+        routes.follow(.pathChanged(2, .direct(Self.bob)))
+        #expect(routes.direct == [2: Self.bob] && routes.members == [Self.alice: 1, Self.bob: 2])
+        // Back to the relay: Bob may still send from his address for a while.
+        routes.follow(.pathChanged(2, .relayed))
+        #expect(routes.direct.isEmpty && routes.members == [Self.alice: 1, Self.bob: 2])
+        routes.follow(.pathChanged(2, .turn(other)))
+        #expect(routes.turn == [2: other] && routes.direct.isEmpty)
+        routes.follow(.memberLeft(2))
+        #expect(routes.members == [Self.alice: 1] && routes.turn.isEmpty)
+        routes.follow(.left)
+        #expect(routes.members.isEmpty)
     }
 
     @Test("A member that takes no direct path is reached through the relay only")

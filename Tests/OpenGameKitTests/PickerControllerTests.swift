@@ -226,7 +226,7 @@ struct PickerControllerTests {
         #expect(await Self.until { aliceApp.connected.count == 1 && bobApp.connected.count == 1 })
         #expect(!alicePicker.isVisible && !bobPicker.isVisible)
         let path = aliceApp.session.path(forPeer: bobApp.session.peerID)
-        #expect(path == .relayed || path == .direct)
+        #expect(path == .relayed || path == .direct, "path \(String(describing: path))")
         #expect(rendezvous.statistics.rooms == 1)
         await aliceApp.session.close()
         await bobApp.session.close()

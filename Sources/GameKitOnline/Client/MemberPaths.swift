@@ -47,6 +47,9 @@ package struct MemberPaths {
     private(set) var invitations = Deque<UInt32>()
     /// STUN requests for no member (wrong or unknown credentials).
     private(set) var strayChecks = 0
+    /// Addresses members nominated a direct path from, not told yet: their transport datagrams
+    /// may come from there before this side selects that path.
+    private var sendingFrom = Deque<(UInt32, SocketAddress)>()
 
     package init(configuration: Configuration, random: MachineRandom) {
         self.configuration = configuration
@@ -148,7 +151,9 @@ package struct MemberPaths {
                 self.strayChecks += 1
                 return false
             }
+            let known = self.paths[peer]!.checker!.nominatingSources.count
             let taken = self.paths[peer]!.checker!.receive(datagram, from: source, viaRelay: viaRelay, now: now)
+            for address in self.paths[peer]!.checker!.nominatingSources.dropFirst(known) { self.sendingFrom.append((peer, address)) }
             self.run(peer, now: now)
             return taken
         }
@@ -201,6 +206,11 @@ package struct MemberPaths {
 
     mutating func pollEvent() -> (UInt32, OnlinePath)? {
         self.events.popFirst()
+    }
+
+    /// The next address a member nominated a direct path from (see ``RoomEvent/memberSendsFrom(_:_:)``).
+    mutating func pollSendingFrom() -> (UInt32, SocketAddress)? {
+        self.sendingFrom.popFirst()
     }
 
     var nextDeadline: NIODeadline? {

@@ -240,6 +240,7 @@ package struct OnlineMachine: DatagramMachine {
         self.followRoom(now: nil)
         if !self.pending.isEmpty { return self.pending.removeFirst() }
         if let (peer, path) = self.paths?.pollEvent() { return .pathChanged(peer, path) }
+        if let (peer, address) = self.paths?.pollSendingFrom() { return .memberSendsFrom(peer, address) }
         return nil
     }
 

@@ -63,6 +63,11 @@ public enum RoomEvent: Sendable, Equatable {
     case left
     /// The transport's datagrams to a member now take this path.
     case pathChanged(UInt32, OnlinePath)
+    /// A member nominated a direct path from this address: its transport datagrams may come
+    /// straight from there from now on, even before this side selects the path (its own check
+    /// of the path may still be under way) and after this side gives the path up. Until the
+    /// member leaves, datagrams from there are the member's.
+    case memberSendsFrom(UInt32, SocketAddress)
     /// The configured TURN server gave this relayed address (a candidate members are told).
     case turnAllocated(SocketAddress)
     /// The configured TURN server cannot be used (why); direct paths and the rendezvous's relay

@@ -30,11 +30,45 @@ import NIOPosix
     /// How long closing waits for the goodbye to leave.
     static let closeFlushLimit = TimeAmount.milliseconds(200)
 
+    /// Where the transport's datagrams to members go, and which sources are members.
     struct Routes {
+        /// Members reached straight at an address.
         var direct: [UInt32: SocketAddress] = [:]
+        /// Sources whose datagrams are a member's (shown to the transport as its member
+        /// address): each direct path's address and each address a member nominated one from,
+        /// until the member leaves. A path given up keeps its address here, so that datagrams the
+        /// member still sends there (it has not given the path up yet) stay the member's.
         var members: [SocketAddress: UInt32] = [:]
         /// Members reached through the TURN allocation (carried: the machine wraps them).
         var turn: [UInt32: SocketAddress] = [:]
+
+        /// Follows the room client's event.
+        mutating func follow(_ event: RoomEvent) {
+            switch event {
+            case .pathChanged(let peer, let path):
+                self.direct[peer] = nil
+                self.turn[peer] = nil
+                switch path {
+                case .direct(let address):
+                    self.direct[peer] = address
+                    self.members[address.unmappingIPv4] = peer
+                case .turn(let address):
+                    self.turn[peer] = address
+                case .relayed:
+                    break
+                }
+            case .memberSendsFrom(let peer, let address):
+                self.members[address.unmappingIPv4] = peer
+            case .memberLeft(let peer):
+                self.direct[peer] = nil
+                self.turn[peer] = nil
+                self.members = self.members.filter { $0.value != peer }
+            case .left, .failed:
+                self = Routes()
+            default:
+                break
+            }
+        }
     }
 
     /// A room client for `request` in the session `sessionKey`, reporting on `eventLoop` (the
@@ -63,21 +97,7 @@ import NIOPosix
         self.driver = DatagramDriver(machine: OnlineMachine(room: room, paths: paths, stunServers: stunServers, turn: turn, random: random.split()), eventLoop: eventLoop) { event in
             if case .rendezvousLost = event { weakSelf?.useStreams() }
             if case .joined = event, fallback.withLockedValue({ $0.started }) { weakSelf?.useStreams() }
-            if case .pathChanged(let peer, let path) = event {
-                routes.withLockedValue { routes in
-                    if let old = routes.direct.removeValue(forKey: peer) { routes.members[old.unmappingIPv4] = nil }
-                    routes.turn[peer] = nil
-                    switch path {
-                    case .direct(let address):
-                        routes.direct[peer] = address
-                        routes.members[address.unmappingIPv4] = peer
-                    case .turn(let address):
-                        routes.turn[peer] = address
-                    case .relayed:
-                        break
-                    }
-                }
-            }
+            routes.withLockedValue { $0.follow(event) }
             onEvent(event)
         }
         weakSelf = self

@@ -115,6 +115,11 @@ package struct ConnectivityChecker: Sendable {
 
     /// Checks refused for wrong credentials or integrity.
     package var rejectedChecks: Int { self.agent.rejectedChecks }
+
+    /// Where the peer's nominating checks came from on the socket (this side controlled), oldest
+    /// first: the peer sends its other datagrams from there as soon as it selects the pair, which
+    /// can be before this side has (its own check of the pair still under way).
+    package var nominatingSources: [SocketAddress] { self.agent.nominatingSources.map(\.socketAddress) }
 }
 
 extension ICEAgent {

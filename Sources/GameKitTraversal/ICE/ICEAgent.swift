@@ -95,6 +95,11 @@ struct ICEAgent: Sendable {
     private var lastConsent: NIODeadline?
     /// Checks refused for bad credentials or integrity.
     private(set) var rejectedChecks = 0
+    /// Where the controlling peer's nominating checks came from on the socket (controlled side):
+    /// the addresses its other datagrams come from once it selects the pair, which may be before
+    /// this side's own check of that pair succeeds. At most ``maximumNominatingSources``.
+    private(set) var nominatingSources: [TraversalAddress] = []
+    static let maximumNominatingSources = 8
     /// Transaction IDs, the tie-breaker and consent jitter come from here.
     private var random: MachineRandom
 
@@ -318,6 +323,11 @@ struct ICEAgent: Sendable {
         ])
         self.outbox.append(Output(base: base, to: source,
                                   bytes: response.encoded(integrityKey: Array(self.credentials.localPassword.utf8), fingerprint: true)))
+        if message.contains(.useCandidate), self.role == .controlled, base == .socket, !self.nominatingSources.contains(source),
+            self.nominatingSources.count < Self.maximumNominatingSources
+        {
+            self.nominatingSources.append(source)
+        }
         guard self.state == .checking else { return }
         // An unknown source is a peer-reflexive candidate (RFC 8445 §7.3.1.3).
         let priority = message.attribute(.priority)?.uint32Value ?? ICECandidate.priority(.peerReflexive, localPreference: 0)

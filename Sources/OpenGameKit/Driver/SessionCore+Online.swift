@@ -175,6 +175,8 @@ extension SessionCore {
                 case .turn(let address): self.logger.info("through the TURN server", metadata: ["peer": "\(name) (\(peer))", "address": "\(address)"])
                 case .relayed: self.logger.info("through the relay", metadata: ["peer": "\(name) (\(peer))"])
                 }
+            case .memberSendsFrom(let peer, let address):
+                self.logger.debug("member nominated a direct path", metadata: ["peer": "\(peer)", "from": "\(address)"])
             case .turnAllocated(let address):
                 self.logger.debug("TURN allocation", metadata: ["relayed": "\(address)"])
             case .turnFailed(let reason):
