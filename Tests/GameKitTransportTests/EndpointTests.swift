@@ -189,7 +189,9 @@ struct EndpointTests {
         // even a CLOSE. A shutdown in between (seen once in a loaded full run) tells nobody.
         #expect(await serverEvents.wait { events in events.contains { if case .linkOpened = $0 { true } else { false } } })
         await server.shutdown()
-        #expect(await clientEvents.wait { _ in clientEvents.closeReasons == [.closedByPeer(code: endpointClosingCode)] })
+        #expect(
+            await clientEvents.wait { _ in clientEvents.closeReasons == [.closedByPeer(code: endpointClosingCode)] },
+            "client: \(clientEvents.all), server: \(serverEvents.all), client statistics: \(String(describing: client.statistics(for: link.id)))")
         #expect(throws: TransportError.endpointClosed) { try server.send(ByteBuffer(), on: link.id) }
         await #expect(throws: TransportError.endpointClosed) { _ = try await server.openLink(to: client.localAddress) }
         await client.shutdown()

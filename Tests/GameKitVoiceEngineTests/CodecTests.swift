@@ -1,5 +1,5 @@
 import Foundation
-import GameKitVoiceEngine
+@testable import GameKitVoiceEngine
 import VoiceTestSupport
 import Testing
 
@@ -85,6 +85,98 @@ struct CodecTests {
         #expect(throws: VoicePacket.DecodeError.truncated) { try VoicePacket(decoding: [0x12, 1, 2]) }
         // A report's loss is capped at 100 %.
         #expect(try VoicePacket(decoding: [0x12, 250, 0, 0, 0, 0, 0, 0]) == .report(lossPercent: 100, highestSequence: 0, jitterMilliseconds: 0, targetDelayMilliseconds: 0))
+    }
+
+    @Test("Packets with copies of earlier frames round-trip; malformed ones are refused with their reason")
+    func redundantPackets() throws {
+        let earlier = [VoicePacket.EarlierFrame(distance: 2, payload: [7, 7]), .init(distance: 3, payload: [9])]
+        let packet = VoicePacket.redundantAudio(sequence: 1, timestamp: 640, muted: false, payload: [1, 2, 3], earlier: earlier)
+        let bytes = packet.encoded()
+        #expect(bytes == [0x13, 0, 0, 1, 0, 0, 2, 128, 2, 2, 0, 2, 3, 0, 1, 7, 7, 9, 1, 2, 3])
+        #expect(try VoicePacket(decoding: bytes) == packet)
+        let none = VoicePacket.redundantAudio(sequence: 1, timestamp: 640, muted: true, payload: [1], earlier: [])
+        #expect(try VoicePacket(decoding: none.encoded()) == none)
+        let header: [UInt8] = [0x13, 0, 0, 1, 0, 0, 2, 128]
+        #expect(throws: VoicePacket.DecodeError.truncated) { try VoicePacket(decoding: header) }
+        #expect(throws: VoicePacket.DecodeError.badRedundancy) { try VoicePacket(decoding: header + [4] + [UInt8](repeating: 1, count: 20)) }
+        #expect(throws: VoicePacket.DecodeError.truncated) { try VoicePacket(decoding: header + [1, 2, 0]) }
+        #expect(throws: VoicePacket.DecodeError.badRedundancy) { try VoicePacket(decoding: header + [1, 0, 0, 1, 5, 1]) }  // distance 0
+        #expect(throws: VoicePacket.DecodeError.badRedundancy) { try VoicePacket(decoding: header + [1, 16, 0, 1, 5, 1]) }  // too far
+        #expect(throws: VoicePacket.DecodeError.badRedundancy) { try VoicePacket(decoding: header + [2, 2, 0, 1, 2, 0, 1, 5, 5, 1]) }  // twice
+        #expect(throws: VoicePacket.DecodeError.emptyAudio) { try VoicePacket(decoding: header + [1, 2, 0, 0, 1]) }  // empty copy
+        #expect(throws: VoicePacket.DecodeError.tooLarge(1276)) { try VoicePacket(decoding: header + [1, 2, 0x04, 0xFC, 1]) }
+        #expect(throws: VoicePacket.DecodeError.truncated) { try VoicePacket(decoding: header + [1, 2, 0, 9, 5, 5]) }  // copy cut short
+        #expect(throws: VoicePacket.DecodeError.emptyAudio) { try VoicePacket(decoding: header + [1, 2, 0, 2, 5, 5]) }  // no frame of its own
+        // Reports carry the cover asked for; 8-byte reports (older senders) ask for none; more than 3 is read as 3.
+        let report = VoicePacket.report(lossPercent: 9, highestSequence: 7, jitterMilliseconds: 30, targetDelayMilliseconds: 60, burstCover: 3)
+        #expect(try VoicePacket(decoding: report.encoded()) == report)
+        #expect(try VoicePacket(decoding: Array(report.encoded().prefix(8))) == .report(lossPercent: 9, highestSequence: 7, jitterMilliseconds: 30, targetDelayMilliseconds: 60))
+        #expect(try VoicePacket(decoding: Array(report.encoded().prefix(8)) + [200]) == report)
+    }
+
+    @Test("The receiver asks for the least cover that leaves under 0.5 % of frames lost")
+    func burstCoverFollowsTheRunsOfLoss() {
+        // 1000 frames a window; runs of loss by length.
+        func cover(_ runs: [Int: Int]) -> Int { LossCounter.cover(for: [(1000, runs)]) }
+        #expect(cover([:]) == 0)
+        #expect(cover([1: 50, 2: 4]) == 0)  // the FEC copy leaves 4 of 1000
+        #expect(cover([1: 50, 2: 5]) == 2)  // 5 of 1000: copies 2 back
+        #expect(cover([1: 20, 2: 10, 3: 5]) == 3)  // cover 2 leaves 5
+        #expect(cover([3: 40, 8: 5]) == 3)  // the deepest there is, even though 25 stay lost
+        #expect(LossCounter.cover(for: []) == 0)
+        // From sequence numbers: runs of 3 missing, 10 times in 500 packets.
+        var counter = LossCounter()
+        var sequence: UInt16 = 65000
+        for packet in 0..<500 {
+            counter.record(sequence: sequence)
+            sequence &+= packet % 50 == 0 ? 4 : 1
+        }
+        _ = counter.closeInterval()
+        #expect(counter.burstCover == 3)
+        // Ten clean intervals later the runs have left the window.
+        for _ in 0..<LossCounter.coverWindowIntervals {
+            for _ in 0..<50 {
+                counter.record(sequence: sequence)
+                sequence &+= 1
+            }
+            _ = counter.closeInterval()
+        }
+        #expect(counter.burstCover == 0)
+    }
+
+    @Test("While the receiver asks for cover, packets carry copies of the frames that far back; a clean network pays nothing")
+    func senderAddsCopiesOnlyWhileAsked() throws {
+        let sender = try VoiceSender()
+        let frame = (0..<320).map { Int16(truncatingIfNeeded: $0 * 37 % 2000 - 1000) }
+        func next() throws -> VoicePacket { try VoicePacket(decoding: try #require(try sender.send(frame: frame))) }
+        guard case .audio = try next() else { Issue.record("copies before any ask"); return }
+        sender.apply(reportedLossPercent: 10, burstCover: 3)
+        #expect(sender.burstCover == 3)
+        // The copies' encoder starts now: the first packets have no earlier copies yet.
+        guard case .audio = try next() else { Issue.record("a copy of a frame before the ask"); return }
+        _ = try next()
+        guard case .redundantAudio(_, let t2, _, _, let two) = try next() else { Issue.record("no copy 2 back"); return }
+        #expect(two.map(\.distance) == [2])
+        guard case .redundantAudio(_, let t3, _, let primary, let three) = try next() else { Issue.record("no copies"); return }
+        #expect(three.map(\.distance) == [2, 3])
+        #expect(t3 == t2 &+ 320)
+        // Coarser: 12 kbit/s against 32.
+        #expect(three.allSatisfy { $0.payload.count < primary.count })
+        sender.apply(reportedLossPercent: 10, burstCover: 2)
+        guard case .redundantAudio(_, _, _, _, let only) = try next() else { Issue.record("no copy"); return }
+        #expect(only.map(\.distance) == [2])
+        sender.apply(reportedLossPercent: 0, burstCover: 0)
+        guard case .audio = try next() else { Issue.record("copies after the ask ended"); return }
+        #expect(sender.packetsWithCopies == 3)
+        // Switched off in the settings, nothing is ever added.
+        var settings = OpusSettings()
+        settings.burstRedundancy = false
+        let plain = try VoiceSender(settings: settings)
+        plain.apply(reportedLossPercent: 10, burstCover: 3)
+        #expect(plain.burstCover == 0)
+        for _ in 0..<5 {
+            guard case .audio = try VoicePacket(decoding: try #require(try plain.send(frame: frame))) else { Issue.record("copies though off"); return }
+        }
     }
 
     @Test("The FEC is planned for the highest loss of the last reports, up to the ceiling; clean reports switch it off in time")

@@ -117,6 +117,31 @@ struct EngineTests {
         #expect(b.jitter.recoveredByFEC > 20)
     }
 
+    @Test("Bursts of loss: the receiver asks for cover, the sender adds copies, bursts are played from them and quality beats concealment")
+    func burstsAreCoveredByCopies() throws {
+        // Runs of three lost packets, one every 20 packets (15 %), but for the first 2 s.
+        func run(redundancy: Bool) throws -> (VoiceEngine.Statistics, VoiceEngine.Statistics, [Int16]) {
+            var configuration = EnginePair.quiet
+            configuration.opus.burstRedundancy = redundancy
+            let pair = try EnginePair(configuration: configuration)
+            pair.dropToB = { $0 >= 100 && $0 % 20 < 3 }
+            let speech = try VoiceTestSupport.speech()
+            let played = try pair.run(speech + [Int16](repeating: 0, count: 8000))
+            return (pair.a.currentStatistics, pair.b.currentStatistics, played)
+        }
+        let speech = try VoiceTestSupport.speech()
+        let (a, b, covered) = try run(redundancy: true)
+        #expect(a.burstCover == 3)
+        #expect(a.packetsWithCopies > 100)
+        #expect(b.jitter.recoveredByCopy > 20)
+        let (plainA, plainB, uncovered) = try run(redundancy: false)
+        #expect(plainA.burstCover == 0 && plainA.packetsWithCopies == 0 && plainB.jitter.recoveredByCopy == 0)
+        #expect(b.jitter.concealed < plainB.jitter.concealed)
+        let withCopies = try VoiceTestSupport.quality(reference: speech, degraded: covered)
+        let without = try VoiceTestSupport.quality(reference: speech, degraded: uncovered)
+        #expect(try #require(withCopies.pesq) > (without.pesq ?? 0))
+    }
+
     @Test("Garbage, empty packets, corrupt Opus and absurd jumps are survived and counted")
     func hostilePacketsAreSurvived() throws {
         let pair = try EnginePair()
@@ -125,7 +150,13 @@ struct EngineTests {
         for index in 0..<400 {
             let length = Int.random(in: 0...1400, using: &random)
             var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
-            if index % 2 == 0, !bytes.isEmpty { bytes[0] = 0x11 }  // valid header, random sequence, timestamp, payload
+            // Valid headers (audio, or audio with copies) with random sequence, timestamp and payload.
+            if index % 2 == 0, !bytes.isEmpty { bytes[0] = index % 4 == 0 ? 0x11 : 0x13 }
+            if index % 4 == 2, bytes.count > 12 {
+                bytes[8] = 1  // one copy, 1–3 frames back, of a random length that may fit
+                bytes[9] = UInt8(1 + index % 3)
+                bytes[10] = 0
+            }
             pair.b.receive(bytes, atMilliseconds: pair.now)
             pair.b.receive([], atMilliseconds: pair.now)
             _ = try pair.step(tone)
@@ -135,6 +166,26 @@ struct EngineTests {
         #expect(statistics.jitter.resyncs > 0)
         _ = try pair.run(VoiceTestSupport.sine(frequency: 440, dBFS: -20, seconds: 2))
         #expect(abs(pair.b.outputLevel - -20) <= 1)
+    }
+
+    @Test("While copies arrive, the receiver's buffer grows to the whole target, not a frame under it")
+    func copiesFillTheBufferToTheTarget() throws {
+        let sender = try VoiceSender()
+        let receiver = try VoiceReceiver()
+        sender.apply(reportedLossPercent: 10, burstCover: 3)
+        let tone = VoiceTestSupport.frames(VoiceTestSupport.sine(frequency: 180, dBFS: -20, seconds: 10))
+        var lowest = Int.max
+        for (index, frame) in tone.enumerated() {
+            let packet = try VoicePacket(decoding: try #require(try sender.send(frame: frame)))
+            receiver.receive(packet, atMilliseconds: Int64(index * 20))
+            _ = receiver.pull()
+            // Over the last 2 s, once it has had time to grow.
+            if index >= tone.count - 100 { lowest = min(lowest, receiver.bufferedMilliseconds) }
+        }
+        #expect(receiver.jitterStatistics.accepted == tone.count)
+        #expect(receiver.targetDelayMilliseconds == 20 + 3 * 20)  // no jitter: a frame, and three for the copies
+        #expect(lowest >= receiver.targetDelayMilliseconds - 10)
+        #expect(receiver.statistics.expanded > 0)
     }
 
     @Test("No delay creep: a sender whose clock runs 1 % fast for 10 minutes leaves the buffer near its target")

@@ -131,6 +131,61 @@ struct JitterBufferTests {
         #expect(buffer.targetDelayMilliseconds <= 40)
     }
 
+    func insert(_ buffer: inout JitterBuffer, _ index: Int, copies distances: [Int], at ms: Int64) -> JitterBuffer.Insertion {
+        let earlier = distances.map { VoicePacket.EarlierFrame(distance: $0, payload: [0xC0, UInt8(truncatingIfNeeded: index - $0)]) }
+        return buffer.insert(timestamp: 1000 * 320 &+ UInt32(index) &* Self.frame, payload: payload(index), earlier: earlier, arrivalMilliseconds: ms)
+    }
+
+    func copy(_ index: Int) -> [UInt8] { [0xC0, UInt8(truncatingIfNeeded: index)] }
+
+    @Test("A burst is played from the copies later packets carry, before any FEC copy; copies never replace a frame's own packet")
+    func copiesCoverABurst() {
+        var buffer = JitterBuffer()
+        // Frames 2, 3 and 4 lost; 5, 6 and 7 carry copies 2 and 3 back (5 covers 2 and 3, 6 covers 3 and 4).
+        for index in [0, 1] { _ = insert(&buffer, index, copies: [], at: 0) }
+        for index in [5, 6, 7] { _ = insert(&buffer, index, copies: [2, 3], at: 0) }
+        var played: [JitterBuffer.Playout] = []
+        for _ in 0..<8 { played.append(buffer.next()) }
+        #expect(played == [.packet(payload(0)), .packet(payload(1)), .copy(copy(2)), .copy(copy(3)), .copy(copy(4)), .packet(payload(5)), .packet(payload(6)), .packet(payload(7))])
+        #expect(buffer.statistics.recoveredByCopy == 3 && buffer.statistics.recoveredByFEC == 0 && buffer.statistics.concealed == 0)
+
+        // A frame's own packet, arriving after a copy of it, is what plays; copies of frames
+        // already played are ignored.
+        var late = JitterBuffer()
+        for index in [0, 1, 2] { _ = insert(&late, index, copies: [], at: 0) }
+        #expect(late.next() == .packet(payload(0)))
+        _ = insert(&late, 5, copies: [2, 3], at: 0)  // a copy of 2 (held) and 3 (missing)
+        _ = insert(&late, 3, copies: [], at: 0)  // 3's own packet after its copy
+        #expect(late.next() == .packet(payload(1)))
+        _ = insert(&late, 4, copies: [2, 3], at: 0)  // copies of 2 (held) and 1 (played)
+        #expect((0..<4).map { _ in late.next() } == [.packet(payload(2)), .packet(payload(3)), .packet(payload(4)), .packet(payload(5))])
+        #expect(late.statistics.recoveredByCopy == 0)
+    }
+
+    @Test("While copies arrive, the target holds the packet that far after a loss; 100 packets without copies release it")
+    func copiesDeepenTheTarget() {
+        var buffer = JitterBuffer()
+        for index in 0..<20 {
+            _ = insert(&buffer, index, at: Int64(index * 20))
+            _ = buffer.next()
+        }
+        let plain = buffer.targetDelayMilliseconds
+        #expect(buffer.copyDepth == 0)
+        for index in 20..<40 {
+            _ = insert(&buffer, index, copies: [2, 3], at: Int64(index * 20))
+            _ = buffer.next()
+        }
+        #expect(buffer.copyDepth == 3)
+        #expect(buffer.targetDelayMilliseconds == plain + 2 * 20)
+        for index in 40..<(40 + JitterBuffer.redundancyTimeoutPackets - 1) {
+            _ = insert(&buffer, index, at: Int64(index * 20))
+            _ = buffer.next()
+        }
+        #expect(buffer.copyDepth == 3)
+        _ = insert(&buffer, 40 + JitterBuffer.redundancyTimeoutPackets, at: Int64((40 + JitterBuffer.redundancyTimeoutPackets) * 20))
+        #expect(buffer.copyDepth == 0 && buffer.targetDelayMilliseconds == plain)
+    }
+
     @Test("The buffer never holds more than its capacity")
     func capacity() {
         var configuration = JitterBuffer.Configuration()

@@ -25,6 +25,13 @@ public struct OpusSettings: Sendable, Hashable {
     /// second without loss amid 5 % loss is common, and following it would switch the FEC off
     /// just before the next loss.
     public var lossHoldReports: Int = 10
+    /// Copies of earlier frames against bursts of loss, sent while the receiver asks for them
+    /// (``VoicePacket/redundantAudio(sequence:timestamp:muted:payload:earlier:)``). Default on.
+    public var burstRedundancy: Bool = true
+    /// The bit rate of those copies, coded by a second encoder, in bits per second. Default
+    /// 12,000: two copies (the deepest cover) add 24 kbit/s to the 32 of the frames themselves,
+    /// only while the receiver reports bursts.
+    public var redundancyBitrate: Int = 12_000
 
     /// The defaults.
     public init() {}
@@ -39,6 +46,7 @@ public struct OpusSettings: Sendable, Hashable {
             throw .invalidConfiguration("maximum expected loss \(maximumExpectedLossPercent) %")
         }
         guard (1...600).contains(lossHoldReports) else { throw .invalidConfiguration("loss hold \(lossHoldReports) reports") }
+        guard (6_000...510_000).contains(redundancyBitrate) else { throw .invalidConfiguration("redundancy bitrate \(redundancyBitrate)") }
     }
 }
 

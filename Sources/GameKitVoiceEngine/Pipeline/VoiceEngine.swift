@@ -42,6 +42,10 @@ public final class VoiceEngine: @unchecked Sendable {
         public var bufferedMilliseconds = 0
         public var expectedLossPercent = 0
         public var lastReportedLossPercent = 0
+        /// How many frames back the packets sent cover against bursts (0: no copies), and how
+        /// many packets carried copies.
+        public var burstCover = 0
+        public var packetsWithCopies = 0
     }
 
     private let lock = NSLock()
@@ -98,6 +102,8 @@ public final class VoiceEngine: @unchecked Sendable {
             snapshot.targetDelayMilliseconds = receiver.targetDelayMilliseconds
             snapshot.bufferedMilliseconds = receiver.bufferedMilliseconds
             snapshot.expectedLossPercent = sender.expectedLossPercent
+            snapshot.burstCover = sender.burstCover
+            snapshot.packetsWithCopies = sender.packetsWithCopies
             return snapshot
         }
     }
@@ -110,13 +116,13 @@ public final class VoiceEngine: @unchecked Sendable {
                 return
             }
             switch packet {
-            case .audio(let sequence, let timestamp, let muted, let payload):
+            case .audio, .redundantAudio:
                 statistics.packetsReceived += 1
-                receiver.receive(sequence: sequence, timestamp: timestamp, muted: muted, payload: payload, atMilliseconds: now)
-            case .report(let loss, _, _, _):
+                receiver.receive(packet, atMilliseconds: now)
+            case .report(let loss, _, _, _, let cover):
                 statistics.reportsReceived += 1
                 statistics.lastReportedLossPercent = Int(loss)
-                sender.apply(reportedLossPercent: Int(loss))
+                sender.apply(reportedLossPercent: Int(loss), burstCover: Int(cover))
             }
         }
     }

@@ -42,13 +42,28 @@ public final class VoiceReceiver {
         jitter.bufferedMilliseconds + pending.count * 1000 / VoiceFormat.sampleRate
     }
 
+    /// Takes an audio packet (with or without copies of earlier frames); a report is not the
+    /// receiver's and is ignored (nil).
+    @discardableResult
+    public func receive(_ packet: VoicePacket, atMilliseconds now: Int64) -> JitterBuffer.Insertion? {
+        switch packet {
+        case .audio(let sequence, let timestamp, let muted, let payload):
+            receive(sequence: sequence, timestamp: timestamp, muted: muted, payload: payload, atMilliseconds: now)
+        case .redundantAudio(let sequence, let timestamp, let muted, let payload, let earlier):
+            receive(sequence: sequence, timestamp: timestamp, muted: muted, payload: payload, earlier: earlier, atMilliseconds: now)
+        case .report:
+            nil
+        }
+    }
+
     /// Takes an audio packet's fields.
     @discardableResult
-    public func receive(sequence: UInt16, timestamp: UInt32, muted: Bool, payload: [UInt8], atMilliseconds now: Int64)
-        -> JitterBuffer.Insertion
-    {
+    public func receive(
+        sequence: UInt16, timestamp: UInt32, muted: Bool, payload: [UInt8], earlier: [VoicePacket.EarlierFrame] = [],
+        atMilliseconds now: Int64
+    ) -> JitterBuffer.Insertion {
         if muted { statistics.mutedPackets += 1 }
-        let result = jitter.insert(timestamp: timestamp, payload: payload, arrivalMilliseconds: now)
+        let result = jitter.insert(timestamp: timestamp, payload: payload, earlier: earlier, arrivalMilliseconds: now)
         if result == .resynchronised { loss.reset() }
         if result != .duplicate { loss.record(sequence: sequence) }
         return result
@@ -61,7 +76,8 @@ public final class VoiceReceiver {
             lossPercent: UInt8(lossPercent),
             highestSequence: loss.highestSequence,
             jitterMilliseconds: UInt16(clamping: jitter.jitterMilliseconds),
-            targetDelayMilliseconds: UInt16(clamping: jitter.targetDelayMilliseconds))
+            targetDelayMilliseconds: UInt16(clamping: jitter.targetDelayMilliseconds),
+            burstCover: UInt8(loss.burstCover))
     }
 
     /// One frame to play.
@@ -85,7 +101,7 @@ public final class VoiceReceiver {
         case .waiting:
             filteredLevel = level
             return [Int16](repeating: 0, count: format.samplesPerFrame)
-        case .packet(let payload):
+        case .packet(let payload), .copy(let payload):
             do { pcm = try decoder.decode(payload) } catch {
                 statistics.decodeErrors += 1
                 pcm = decoder.conceal()
@@ -102,7 +118,8 @@ public final class VoiceReceiver {
     }
 
     /// Shortens or lengthens a decoded frame when the buffer's smoothed level has left the band
-    /// target ± one frame (the band keeps it from hunting).
+    /// target ± one frame (the band keeps it from hunting); while copies of earlier frames
+    /// arrive, the band's floor is the target itself.
     private func keepToTarget(_ pcm: [Int16], level: Double) -> [Int16] {
         // A fixed buffer (the benchmark's baseline) never stretches.
         guard jitter.configuration.adaptive else { return pcm }
@@ -115,7 +132,10 @@ public final class VoiceReceiver {
             filteredLevel -= Double((pcm.count - shorter.count) * 1000 / VoiceFormat.sampleRate)
             return shorter
         }
-        if filteredLevel < target - band, let longer = TimeStretch.expand(pcm) {
+        // While the sender adds copies up to D frames back, the target holds exactly the packet
+        // that carries a lost frame's deepest copy: a frame less and that copy comes too late.
+        let floor = jitter.copyDepth >= 2 ? target : target - band
+        if filteredLevel < floor, let longer = TimeStretch.expand(pcm) {
             statistics.expanded += 1
             filteredLevel += Double((longer.count - pcm.count) * 1000 / VoiceFormat.sampleRate)
             return longer

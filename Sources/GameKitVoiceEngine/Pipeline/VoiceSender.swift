@@ -3,7 +3,10 @@
 /// Meters the microphone (after echo cancellation, before mute: "is someone speaking here"),
 /// replaces the frame with silence when muted, encodes it with Opus and wraps it in a
 /// `VoicePacket`. Receiver reports set the loss the encoder plans its FEC for: the highest of the
-/// last ``OpusSettings/lossHoldReports``, at most ``OpusSettings/maximumExpectedLossPercent``.
+/// last ``OpusSettings/lossHoldReports``, at most ``OpusSettings/maximumExpectedLossPercent``;
+/// and the cover against bursts: while a receiver asks for frames 2 or 3 back, a second encoder
+/// at ``OpusSettings/redundancyBitrate`` codes each frame again, and each packet carries those
+/// copies of the frames that far back.
 public final class VoiceSender {
     private let encoder: OpusVoiceEncoder
     private let settings: OpusSettings
@@ -12,6 +15,9 @@ public final class VoiceSender {
     private var timestamp: UInt32
     /// The latest reported losses, oldest first.
     private var recentLoss: [Int] = []
+    /// The copies' encoder, while cover is asked for, and its recent frames (newest last).
+    private var copyEncoder: OpusVoiceEncoder?
+    private var recentCopies: [(timestamp: UInt32, payload: [UInt8])] = []
     /// Whether frames go out as silence.
     public var isMuted = false
     /// The microphone's level.
@@ -19,6 +25,11 @@ public final class VoiceSender {
     /// Packets made, and frames DTX left unsent.
     public private(set) var packetsSent = 0
     public private(set) var framesSuppressed = 0
+    /// Packets that carried copies of earlier frames.
+    public private(set) var packetsWithCopies = 0
+    /// How many frames back packets cover now (0: no copies; the receiver's last ask, when
+    /// ``OpusSettings/burstRedundancy`` is on).
+    public private(set) var burstCover = 0
 
     /// Creates a sender; the first sequence number and timestamp are random.
     public init(format: VoiceFormat = .standard, settings: OpusSettings = OpusSettings()) throws(VoiceEngineError) {
@@ -46,17 +57,46 @@ public final class VoiceSender {
             framesSuppressed += 1
             return nil
         }
-        let packet = VoicePacket.audio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload)
+        let packet: VoicePacket
+        if let copyEncoder {
+            let earlier = (2...max(2, burstCover)).compactMap { distance -> VoicePacket.EarlierFrame? in
+                let wanted = timestamp &- UInt32(distance * format.samplesPerFrame)
+                return recentCopies.last { $0.timestamp == wanted }.map { .init(distance: distance, payload: $0.payload) }
+            }
+            recentCopies.append((timestamp, try copyEncoder.encode(input)))
+            if recentCopies.count > Int(VoicePacket.maximumBurstCover) { recentCopies.removeFirst() }
+            if earlier.isEmpty {
+                packet = .audio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload)
+            } else {
+                packet = .redundantAudio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload, earlier: earlier)
+                packetsWithCopies += 1
+            }
+        } else {
+            packet = .audio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload)
+        }
         sequence &+= 1
         packetsSent += 1
         return packet.encoded()
     }
 
     /// Takes a receiver report: the encoder plans for the highest loss of the recent reports, up
-    /// to the ceiling.
-    public func apply(reportedLossPercent: Int) {
+    /// to the ceiling; packets cover `burstCover` frames back (0 or 1: no copies; at most 3).
+    public func apply(reportedLossPercent: Int, burstCover: Int = 0) {
         recentLoss.append(max(0, reportedLossPercent))
         if recentLoss.count > settings.lossHoldReports { recentLoss.removeFirst(recentLoss.count - settings.lossHoldReports) }
         encoder.expectedLossPercent = min(recentLoss.max() ?? 0, settings.maximumExpectedLossPercent)
+        let cover = settings.burstRedundancy && burstCover >= 2 ? min(burstCover, Int(VoicePacket.maximumBurstCover)) : 0
+        self.burstCover = cover
+        if cover == 0 {
+            copyEncoder = nil
+            recentCopies.removeAll()
+        } else if copyEncoder == nil {
+            var copies = settings
+            copies.bitrate = settings.redundancyBitrate
+            copies.inBandFEC = false
+            copies.dtx = false
+            copies.initialExpectedLossPercent = 0
+            copyEncoder = try? OpusVoiceEncoder(format: format, settings: copies)
+        }
     }
 }

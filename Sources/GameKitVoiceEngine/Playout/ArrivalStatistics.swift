@@ -37,12 +37,25 @@ struct ArrivalStatistics {
     }
 }
 
-/// Loss counted from sequence numbers, per reporting interval.
+/// Loss counted from sequence numbers, per reporting interval, and the cover against bursts the
+/// receiver asks for (PROTOCOL §16.2): runs of missing sequence numbers over the last
+/// ``coverWindowIntervals`` intervals say how many frames the FEC copy in the next packet alone
+/// would leave lost, and how many copies two or three frames back would.
 struct LossCounter {
     private var highest: Int64?
     private var received = 0
     private var intervalStartHighest: Int64 = 0
     private(set) var lastIntervalLossPercent = 0
+    /// Runs of missing sequence numbers in the current interval (length → count).
+    private var runs: [Int: Int] = [:]
+    /// Closed intervals, newest last: packets expected and runs.
+    private var history: [(expected: Int64, runs: [Int: Int])] = []
+    /// The cover asked for after the last interval: 0, 2 or 3 frames back.
+    private(set) var burstCover = 0
+
+    static let coverWindowIntervals = 10
+    /// The share of frames left lost (in ‰) above which deeper cover is asked for.
+    static let uncoveredPerMilleLimit: Int64 = 5
 
     var highestSequence: UInt16 { UInt16(truncatingIfNeeded: highest ?? 0) }
 
@@ -56,6 +69,7 @@ struct LossCounter {
         }
         let delta = Int64(Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: current)))
         if delta > 0 { highest = current + delta }
+        if delta > 1 { runs[Int(min(delta - 1, 64)), default: 0] += 1 }
         received += 1
     }
 
@@ -67,9 +81,27 @@ struct LossCounter {
             let lost = max(0, expected - Int64(received))
             lastIntervalLossPercent = Int(min(100, lost * 100 / expected))
         }
+        history.append((max(0, expected), runs))
+        if history.count > Self.coverWindowIntervals { history.removeFirst(history.count - Self.coverWindowIntervals) }
+        runs.removeAll(keepingCapacity: true)
+        burstCover = Self.cover(for: history)
         intervalStartHighest = highest
         received = 0
         return lastIntervalLossPercent
+    }
+
+    /// The least cover (frames back, the FEC copy being 1) that leaves under 0.5 % of the
+    /// window's frames lost, at most 3; 1 is asked for as 0 (the FEC copy needs no asking).
+    static func cover(for history: [(expected: Int64, runs: [Int: Int])]) -> Int {
+        let expected = history.reduce(0) { $0 + $1.expected }
+        guard expected > 0 else { return 0 }
+        for depth in 1...Int(VoicePacket.maximumBurstCover) {
+            let uncovered = history.reduce(Int64(0)) { total, interval in
+                total + interval.runs.reduce(Int64(0)) { $0 + Int64(max(0, $1.key - depth) * $1.value) }
+            }
+            if uncovered * 1000 < Self.uncoveredPerMilleLimit * expected { return depth == 1 ? 0 : depth }
+        }
+        return Int(VoicePacket.maximumBurstCover)
     }
 
     mutating func reset() { self = LossCounter() }

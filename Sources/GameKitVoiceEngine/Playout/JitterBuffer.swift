@@ -3,7 +3,8 @@
 ///
 /// Frames are indexed by timestamp ÷ samples per frame, unwrapped to 64 bits. The buffer starts
 /// playing once it holds its target delay; from then on each `next(at:)` plays the next index:
-/// the packet itself, else the FEC copy in the packet after it, else concealment. When nothing
+/// the packet itself, else a copy of it that a later packet carried (redundancy against bursts),
+/// else the FEC copy in the packet after it, else concealment. When nothing
 /// newer than the missing frame is there at all, the network is late rather than lossy, and the
 /// index does not advance (the delay grows by a frame). Packets older than the playout point are
 /// late and dropped; a jump of more than `resyncFrames` restarts the stream.
@@ -49,6 +50,8 @@ public struct JitterBuffer {
         case waiting
         /// Decode this packet.
         case packet([UInt8])
+        /// The frame is lost but a later packet carried a coarser copy of it: decode the copy.
+        case copy([UInt8])
         /// The frame is lost but the next packet is here: decode its FEC copy.
         case fec(next: [UInt8])
         /// Nothing to decode: conceal.
@@ -63,6 +66,8 @@ public struct JitterBuffer {
         public var resyncs = 0
         public var played = 0
         public var recoveredByFEC = 0
+        /// Lost frames played from a copy a later packet carried.
+        public var recoveredByCopy = 0
         public var concealed = 0
         public var overflowDrops = 0
     }
@@ -70,6 +75,13 @@ public struct JitterBuffer {
     public let configuration: Configuration
     public private(set) var statistics = Statistics()
     private var packets: [Int64: [UInt8]] = [:]
+    /// Copies of frames whose own packet is not here, from later packets.
+    private var copies: [Int64: [UInt8]] = [:]
+    /// How far back the sender's copies reach (0: it sends none), and packets since the last
+    /// with copies: after ``redundancyTimeoutPackets`` without, the sender has stopped.
+    private var redundancyDepth = 0
+    private var packetsWithoutCopies = 0
+    static let redundancyTimeoutPackets = 100
     private var nextIndex: Int64?
     private var newestIndex: Int64?
     private var lastTimestamp: Int64?
@@ -90,7 +102,9 @@ public struct JitterBuffer {
         guard configuration.adaptive else { return configuration.initialDelayMilliseconds }
         guard arrivals.measured else { return configuration.initialDelayMilliseconds }
         var target = Int(arrivals.jitterP95) + frameMilliseconds
-        if configuration.holdForFEC { target += frameMilliseconds }
+        // The packet after a loss must be here for its FEC copy; while the sender adds copies of
+        // frames further back, the packet that far after a loss must be here too.
+        if configuration.holdForFEC { target += max(1, redundancyDepth) * frameMilliseconds }
         return max(configuration.minimumDelayMilliseconds, min(configuration.maximumDelayMilliseconds, target))
     }
 
@@ -106,11 +120,40 @@ public struct JitterBuffer {
     /// Whether playout has started.
     public var isPlaying: Bool { playing }
 
-    /// Inserts a packet that arrived at `arrivalMilliseconds`.
-    public mutating func insert(timestamp: UInt32, payload: [UInt8], arrivalMilliseconds: Int64) -> Insertion {
+    /// How many frames back the copies the sender adds reach (0 when it adds none).
+    public var copyDepth: Int { redundancyDepth }
+
+    /// Inserts a packet that arrived at `arrivalMilliseconds`, with the copies of earlier frames
+    /// it carries (`earlier`: frames back, Opus packet).
+    public mutating func insert(
+        timestamp: UInt32, payload: [UInt8], earlier: [VoicePacket.EarlierFrame] = [], arrivalMilliseconds: Int64
+    ) -> Insertion {
         let extended = unwrap(timestamp)
         let samplesPerFrame = Int64(configuration.format.samplesPerFrame)
         let index = extended >= 0 ? extended / samplesPerFrame : (extended - samplesPerFrame + 1) / samplesPerFrame
+        let result = insertPrimary(index: index, extended: extended, payload: payload, arrivalMilliseconds: arrivalMilliseconds)
+        if result == .accepted || result == .resynchronised || result == .duplicate { insertCopies(earlier, before: index) }
+        return result
+    }
+
+    private mutating func insertCopies(_ earlier: [VoicePacket.EarlierFrame], before index: Int64) {
+        if let deepest = earlier.map(\.distance).max() {
+            redundancyDepth = deepest
+            packetsWithoutCopies = 0
+        } else {
+            packetsWithoutCopies += 1
+            if packetsWithoutCopies >= Self.redundancyTimeoutPackets { redundancyDepth = 0 }
+        }
+        for frame in earlier {
+            let copyIndex = index - Int64(frame.distance)
+            if playing, let next = nextIndex, copyIndex < next { continue }
+            guard packets[copyIndex] == nil, copies[copyIndex] == nil else { continue }
+            copies[copyIndex] = frame.payload
+        }
+        while copies.count > configuration.capacityFrames, let oldest = copies.keys.min() { copies[oldest] = nil }
+    }
+
+    private mutating func insertPrimary(index: Int64, extended: Int64, payload: [UInt8], arrivalMilliseconds: Int64) -> Insertion {
         var result = Insertion.accepted
         if let next = nextIndex, abs(index - next) > Int64(configuration.resyncFrames) {
             restart()
@@ -128,6 +171,7 @@ public struct JitterBuffer {
             return .duplicate
         }
         packets[index] = payload
+        copies[index] = nil
         newestIndex = max(newestIndex ?? index, index)
         // Before playout starts, it begins at the oldest packet held.
         if !playing, let next = nextIndex, index < next { nextIndex = index }
@@ -152,6 +196,7 @@ public struct JitterBuffer {
             return next()
         }
         if let payload = packets.removeValue(forKey: index) {
+            copies[index] = nil
             stalledFrames = 0
             nextIndex = index + 1
             statistics.played += 1
@@ -185,6 +230,12 @@ public struct JitterBuffer {
             return next()
         }
         nextIndex = index + 1
+        let copy = copies.removeValue(forKey: index)
+        if !copies.isEmpty { copies = copies.filter { $0.key > index } }
+        if let copy {
+            statistics.recoveredByCopy += 1
+            return .copy(copy)
+        }
         if let following = packets[index + 1] {
             statistics.recoveredByFEC += 1
             return .fec(next: following)
@@ -196,6 +247,9 @@ public struct JitterBuffer {
     /// Drops everything and waits for new packets.
     public mutating func restart() {
         packets.removeAll(keepingCapacity: true)
+        copies.removeAll(keepingCapacity: true)
+        redundancyDepth = 0
+        packetsWithoutCopies = 0
         nextIndex = nil
         newestIndex = nil
         lastTimestamp = nil

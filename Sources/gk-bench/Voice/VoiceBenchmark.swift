@@ -50,11 +50,11 @@ struct VoiceBenchmark: ParsableCommand {
         for (work, profile) in works {
             for pipeline in [VoiceStreamSimulation.Pipeline.opengamekit, .fecReference, .baseline] {
                 let simulation = VoiceStreamSimulation(pipeline: pipeline, impairment: profile, seed: seed)
-                let (played, loss) = try simulation.run(speech: speech)
+                let (played, loss, kilobits) = try simulation.run(speech: speech)
                 let score = try quality.measure(reference: speech, degraded: played, name: "\(work)-\(pipeline.rawValue)")
                 rows.append([
                     "work": work, "impl": pipeline.rawValue, "loss_pct": loss,
-                    "pesq_wb": score.pesq ?? NSNull(), "stoi": score.stoi, "delay_ms": score.delayMilliseconds,
+                    "pesq_wb": score.pesq ?? NSNull(), "stoi": score.stoi, "delay_ms": score.delayMilliseconds, "kbps": kilobits,
                 ])
             }
         }
@@ -128,11 +128,11 @@ struct VoiceBenchmark: ParsableCommand {
         func number(_ row: [String: Any], _ key: String, _ format: String = "%.2f") -> String {
             (row[key] as? Double).map { String(format: format, $0) } ?? "-"
         }
-        var table = "work      impl              loss%   PESQ-WB  STOI   | echo: ERLE 3s  steady  DT atten  DT PESQ | cpu%  m2e p50/p95 ms\n"
+        var table = "work      impl              loss%   PESQ-WB  STOI   kbit/s | echo: ERLE 3s  steady  DT atten  DT PESQ | cpu%  m2e p50/p95 ms\n"
         for row in rows {
             let work = (row["work"] as? String ?? "").padding(toLength: 9, withPad: " ", startingAt: 0)
             let impl = (row["impl"] as? String ?? "").padding(toLength: 17, withPad: " ", startingAt: 0)
-            table += "\(work) \(impl) \(number(row, "loss_pct", "%5.1f"))   \(number(row, "pesq_wb"))     \(number(row, "stoi", "%.3f"))  |"
+            table += "\(work) \(impl) \(number(row, "loss_pct", "%5.1f"))   \(number(row, "pesq_wb"))     \(number(row, "stoi", "%.3f"))  \(number(row, "kbps", "%5.1f"))  |"
             table += "  \(number(row, "erle_db_3s", "%5.1f"))  \(number(row, "erle_db_steady", "%5.1f"))  \(number(row, "dt_atten_db", "%5.1f"))  \(number(row, "dt_pesq_wb"))  |"
             table += " \(number(row, "cpu_pct"))  \(number(row, "mouth_to_ear_ms_p50", "%.0f"))/\(number(row, "mouth_to_ear_ms_p95", "%.0f"))\n"
             if json { emitJSONLine(row) }

@@ -26,8 +26,9 @@ struct VoiceStreamSimulation {
     let impairment: ImpairmentProfile
     let seed: UInt64
 
-    /// The played signal (as long as the speech plus a second to drain) and the measured loss.
-    func run(speech: [Int16]) throws -> (played: [Int16], lossPercent: Double) {
+    /// The played signal (as long as the speech plus a second to drain), the measured loss, and
+    /// the voice packets' bit rate (their bytes, no transport overhead).
+    func run(speech: [Int16]) throws -> (played: [Int16], lossPercent: Double, kilobitsPerSecond: Double) {
         var opus = OpusSettings()
         var jitter = JitterBuffer.Configuration()
         switch pipeline {
@@ -35,12 +36,14 @@ struct VoiceStreamSimulation {
             break
         case .baseline:
             opus.inBandFEC = false
+            opus.burstRedundancy = false
             opus.initialExpectedLossPercent = 0
             jitter.adaptive = false
             jitter.holdForFEC = false
             jitter.initialDelayMilliseconds = 80
         case .fecReference:
             opus.initialExpectedLossPercent = self.nominalLossPercent
+            opus.burstRedundancy = false
             jitter.adaptive = false
             jitter.holdForFEC = true
             jitter.initialDelayMilliseconds = 80
@@ -50,6 +53,7 @@ struct VoiceStreamSimulation {
         let receiver = try VoiceReceiver(jitter: jitter)
         var network = ImpairmentModel<[UInt8]>(profile: impairment, seed: seed)
         let frames = (speech.count + format.samplesPerFrame - 1) / format.samplesPerFrame + 1000 / format.frameMilliseconds
+        var sentBytes = 0
         var played = [Int16]()
         played.reserveCapacity(frames * format.samplesPerFrame)
         for frame in 0..<frames {
@@ -61,22 +65,22 @@ struct VoiceStreamSimulation {
                 input.replaceSubrange(0..<(end - start), with: speech[start..<end])
             }
             if let packet = try sender.send(frame: input) {
+                sentBytes += packet.count
                 network.submit(packet, at: .uptimeNanoseconds(UInt64(now) * 1_000_000))
             }
             while let bytes = network.popDue(at: .uptimeNanoseconds(UInt64(now) * 1_000_000)) {
-                if case .audio(let sequence, let timestamp, let muted, let payload)? = try? VoicePacket(decoding: bytes) {
-                    receiver.receive(sequence: sequence, timestamp: timestamp, muted: muted, payload: payload, atMilliseconds: now)
-                }
+                if let packet = try? VoicePacket(decoding: bytes) { receiver.receive(packet, atMilliseconds: now) }
             }
             played.append(contentsOf: receiver.pull())
             if pipeline != .fecReference, frame % (1000 / format.frameMilliseconds) == 0, frame > 0,
-                case .report(let loss, _, _, _) = receiver.makeReport()
+                case .report(let loss, _, _, _, let cover) = receiver.makeReport()
             {
-                sender.apply(reportedLossPercent: Int(loss))
+                sender.apply(reportedLossPercent: Int(loss), burstCover: Int(cover))
             }
         }
         let stats = network.statistics
         let loss = stats.submitted > 0 ? Double(stats.dropped) * 100 / Double(stats.submitted) : 0
-        return (played, loss)
+        let seconds = Double(frames * format.frameMilliseconds) / 1000
+        return (played, loss, Double(sentBytes) * 8 / seconds / 1000)
     }
 }
