@@ -23,6 +23,14 @@ public enum EndpointArgument {
         return address
     }
 
+    /// As ``parse(_:option:allowPortZero:)``, but the port may be left out (`HOST`, `[IPV6]`):
+    /// then it is `defaultPort`.
+    public static func parse(_ text: String, option: String, defaultPort: Int) throws -> SocketAddress {
+        let portless = text.hasPrefix("[") ? text.hasSuffix("]") : !text.contains(":")
+        // A bare IPv6 address (two colons or more) goes on as it is, to get parse's hint.
+        return try self.parse(portless ? "\(text):\(defaultPort)" : text, option: option, allowPortZero: false)
+    }
+
     // MARK: - Splitting
 
     private static func split(_ text: String, option: String) throws -> (host: String, port: Substring) {

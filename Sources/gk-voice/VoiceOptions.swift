@@ -7,10 +7,10 @@ import OpenGameKitVoice
 
 /// The options every gk-voice command shares: servers, devices, timing.
 struct VoiceOptions: ParsableArguments {
-    @Option(help: "A STUN server, IPV4-ADDRESS[:PORT] (repeatable).")
+    @Option(help: "A STUN server, IPV4-ADDRESS[:PORT] or [IPV6-ADDRESS][:PORT] (repeatable).")
     var stun: [String] = []
 
-    @Option(help: "A TURN server, USER:PASSWORD@IPV4-ADDRESS[:PORT].")
+    @Option(help: "A TURN server, USER:PASSWORD@IPV4-ADDRESS[:PORT] (or [IPV6-ADDRESS][:PORT]).")
     var turn: String?
 
     @Flag(help: "Send media only through the TURN relay.")
@@ -40,7 +40,7 @@ struct VoiceOptions: ParsableArguments {
         }
         if let text = self.turn {
             guard let turn = TURNArgument(text) else { throw ValidationError("--turn wants USER:PASSWORD@HOST[:PORT]") }
-            let (host, port) = try Self.hostPort(turn.address)
+            let (host, port) = try Self.hostPort(turn.address, option: "--turn")
             configuration.turnServers = [RealTimeConnection.TURNServer(host: host, port: port, username: turn.username, password: turn.password)]
         }
         configuration.relayOnly = self.relayOnly
@@ -53,25 +53,18 @@ struct VoiceOptions: ParsableArguments {
         return configuration
     }
 
-    /// A rendezvous's address (`IPV4[:PORT]`, port 7878 by default) as a STUN server; nil for a
-    /// host name or an IPv6 address (the voice engine's STUN client takes IPv4 addresses).
+    /// A rendezvous's address (`IPV4[:PORT]` or `[IPV6][:PORT]`, port 7878 by default) as a
+    /// STUN server (`localhost` is 127.0.0.1); nil for anything else (a name is not resolved).
     static func stunServer(atRendezvous value: String) -> RealTimeConnection.STUNServer? {
-        let parts = value.split(separator: ":")
-        guard (1...2).contains(parts.count), let host = parts.first.map(String.init), host.split(separator: ".").count == 4,
-            host.split(separator: ".").allSatisfy({ UInt8($0) != nil })
+        guard let address = try? EndpointArgument.parse(value, option: "--rendezvous", defaultPort: 7878),
+            let host = address.ipAddress, let port = address.port
         else { return nil }
-        let port = parts.count == 2 ? Int(parts[1]) : 7878
-        guard let port, (1...65535).contains(port) else { return nil }
         return RealTimeConnection.STUNServer(host: host, port: port)
     }
 
-    static func hostPort(_ value: String) throws -> (String, Int) {
-        let parts = value.split(separator: ":")
-        guard parts.count <= 2, let host = parts.first.map(String.init), !host.isEmpty else {
-            throw ValidationError("\(value) is not HOST[:PORT]")
-        }
-        guard parts.count == 2 else { return (host, 3478) }
-        guard let port = Int(parts[1]), (1...65535).contains(port) else { throw ValidationError("\(value): bad port") }
-        return (host, port)
+    /// A server's numeric address and port (3478, STUN's, when left out).
+    static func hostPort(_ value: String, option: String = "--stun") throws -> (String, Int) {
+        let address = try EndpointArgument.parse(value, option: option, defaultPort: 3478)
+        return (address.ipAddress ?? "", address.port ?? 3478)
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import NIOCore
 import Testing
 
 @testable import GameKitTraversal
@@ -42,6 +43,18 @@ struct STUNCodecTests {
     /// The attributes other than MESSAGE-INTEGRITY and FINGERPRINT (which cover padding bytes).
     static func body(_ message: STUNMessage) -> [STUNAttribute] {
         message.attributes.filter { $0.type != STUNAttribute.Kind.messageIntegrity.rawValue && $0.type != STUNAttribute.Kind.fingerprint.rawValue }
+    }
+
+    @Test("Addresses: IPv4-mapped IPv6 is the IPv4 address it maps; loopback and link-local are told apart")
+    func addressesFromSockets() throws {
+        let mapped = try SocketAddress(ipAddress: "::ffff:192.0.2.7", port: 4000)
+        #expect(TraversalAddress(mapped) == TraversalAddress("192.0.2.7", port: 4000))
+        #expect(TraversalAddress(mapped)?.isIPv4 == true)
+        let v6 = try #require(TraversalAddress(try SocketAddress(ipAddress: "2001:db8::7", port: 4000)))
+        #expect(!v6.isIPv4 && v6.bytes.count == 16 && !v6.isLoopback && !v6.isLinkLocalIPv6)
+        #expect(TraversalAddress("::1", port: 1)?.isLoopback == true && TraversalAddress("127.0.0.9", port: 1)?.isLoopback == true)
+        #expect(TraversalAddress("fe80::1", port: 1)?.isLinkLocalIPv6 == true && TraversalAddress("fec0::1", port: 1)?.isLinkLocalIPv6 == false)
+        #expect(TraversalAddress("10.0.0.1", port: 1)?.isLoopback == false)
     }
 
     @Test("RFC 5769 request: attributes, integrity and fingerprint")

@@ -49,6 +49,20 @@ struct NATTraversalTests {
         #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
     }
 
+    @Test("With IPv6 (and IPv4 UDP dropped between the sides) the call goes direct over IPv6, with an IPv6 STUN server")
+    func ipv6() async throws {
+        let outcome = try await Self.call(topology: "--ipv6")
+        #expect(outcome.started(outcome.alice) == "direct" && outcome.started(outcome.bob) == "direct", "\(outcome.alice) \(outcome.bob)")
+        #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
+    }
+
+    @Test("With TURN reached over IPv6 and no UDP between the sides, the call goes through the relay")
+    func ipv6Relay() async throws {
+        let outcome = try await Self.call(topology: "--ipv6-relay")
+        #expect(outcome.started(outcome.alice) == "relayed" && outcome.started(outcome.bob) == "relayed", "\(outcome.alice) \(outcome.bob)")
+        #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
+    }
+
     @Test("With UDP blocked between the sides, media falls back to the client's channel")
     func fallback() async throws {
         let outcome = try await Self.call(topology: "--block-udp")

@@ -62,8 +62,10 @@ public final class RealTimeConnection: @unchecked Sendable {
         public var stunServers: [STUNServer] = []
         /// TURN servers; the first is asked for a relayed address.
         public var turnServers: [TURNServer] = []
-        /// The local IPv4 address to bind; "0.0.0.0" for every interface.
-        public var bindAddress = "0.0.0.0"
+        /// The local address to bind: "::" (the default) for every interface, IPv6 and IPv4 on one
+        /// dual-stack socket (a host without IPv6 gets "0.0.0.0" instead); "0.0.0.0" for every
+        /// IPv4 interface only; or one address.
+        public var bindAddress = "::"
         /// The local UDP port; 0 picks a free one.
         public var port = 0
         /// Use only the TURN relay (never a direct pair).
@@ -148,15 +150,28 @@ public final class RealTimeConnection: @unchecked Sendable {
         } catch {
             return loop.makeFailedFuture(error)
         }
-        let settingsToUse = settings
+        let requested = settings
         // No SO_REUSEADDR: with it Linux may give two sockets one ephemeral port.
-        return DatagramBootstrap(group: loop)
-            .bind(host: configuration.bindAddress, port: configuration.port)
+        @Sendable func bind(_ host: String) -> EventLoopFuture<Channel> {
+            DatagramBootstrap(group: loop).bind(host: host, port: configuration.port)
+        }
+        let bound = configuration.bindAddress == "::"
+            ? bind("::").flatMapError { _ in bind("0.0.0.0") }  // a host without IPv6
+            : bind(configuration.bindAddress)
+        return bound
             .flatMapErrorThrowing { error in throw RealTimeError.bindFailed("\(error)") }
             .flatMapThrowing { channel in
-                guard let local = channel.localAddress.flatMap(TraversalAddress.init) else {
+                guard let socketAddress = channel.localAddress, let local = TraversalAddress(socketAddress) else {
                     channel.close(promise: nil)
                     throw RealTimeError.bindFailed("no local address")
+                }
+                // An IPv6 socket (dual-stack when bound to "::") reaches IPv6 and IPv4 addresses;
+                // an IPv4 one only IPv4: servers of the other family are left out.
+                var settingsToUse = requested
+                settingsToUse.socketAcceptsIPv6 = socketAddress.protocol == .inet6
+                if !settingsToUse.socketAcceptsIPv6 {
+                    settingsToUse.stunServers.removeAll { !$0.isIPv4 }
+                    settingsToUse.turnServers.removeAll { !$0.address.isIPv4 }
                 }
                 let hosts = Self.hostAddresses(bound: local, interfaceNames: configuration.interfaceNames)
                 let machine = RealTimeMachine(settings: settingsToUse, hostAddresses: hosts, now: loop.now)
@@ -171,28 +186,33 @@ public final class RealTimeConnection: @unchecked Sendable {
 
     private static func resolve(_ servers: [(String, Int)]) throws -> [TraversalAddress] {
         try servers.map { host, port in
-            guard let address = TraversalAddress(host, port: UInt16(clamping: port)), address.isIPv4 else {
-                throw RealTimeError.invalidServer("\(host):\(port) is not an IPv4 address")
+            guard let address = TraversalAddress(host, port: UInt16(clamping: port)) else {
+                throw RealTimeError.invalidServer("\(host):\(port) is not an IPv4 or IPv6 address")
             }
             return address
         }
     }
 
-    /// The bound address if specific, else every IPv4 address of the chosen interfaces, with the
-    /// socket's port; loopback only when there is nothing else (it reaches no other host).
+    /// The bound address if specific, else every address of the chosen interfaces with the
+    /// socket's port: IPv4 ones, and IPv6 ones too when the socket is IPv6 ("::", dual-stack),
+    /// but never link-local IPv6 (it needs an interface to name); loopback only when there is
+    /// nothing else (it reaches no other host).
     static func hostAddresses(bound: TraversalAddress, interfaceNames: [String]?) -> [TraversalAddress] {
-        if bound.bytes != [0, 0, 0, 0] { return [bound] }
+        guard bound.bytes.allSatisfy({ $0 == 0 }) else { return [bound] }
+        let withIPv6 = !bound.isIPv4
         let devices = (try? System.enumerateDevices()) ?? []
         var addresses: [TraversalAddress] = []
         for device in devices {
             if let names = interfaceNames, !names.contains(device.name) { continue }
-            guard let address = device.address.flatMap(TraversalAddress.init), address.isIPv4,
+            guard let address = device.address.flatMap(TraversalAddress.init), address.isIPv4 || withIPv6,
+                !address.isLinkLocalIPv6,
                 let withPort = TraversalAddress(bytes: address.bytes, port: bound.port), !addresses.contains(withPort)
             else { continue }
             addresses.append(withPort)
         }
-        let outside = addresses.filter { $0.bytes.first != 127 }
-        return outside.isEmpty ? addresses : outside
+        let outside = addresses.filter { !$0.isLoopback }
+        // IPv4 first: the order candidates are offered in (pairs are still ranked by priority).
+        return (outside.isEmpty ? addresses : outside).sorted { $0.isIPv4 && !$1.isIPv4 }
     }
 
     // MARK: - API

@@ -21,7 +21,9 @@ public struct TraversalAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(address)
     }
 
-    /// The IP address and port of a NIO socket address; nil for Unix-domain addresses.
+    /// The IP address and port of a NIO socket address; nil for Unix-domain addresses. An
+    /// IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, as a dual-stack socket reports IPv4 senders)
+    /// is the IPv4 address it maps.
     public init?(_ address: SocketAddress) {
         switch address {
         case .v4(let v4):
@@ -30,7 +32,9 @@ public struct TraversalAddress: Hashable, Sendable, CustomStringConvertible {
             self.port = UInt16(address.port ?? 0)
         case .v6(let v6):
             var address6 = v6.address.sin6_addr
-            self.bytes = withUnsafeBytes(of: &address6) { Array($0) }
+            let bytes = withUnsafeBytes(of: &address6) { Array($0) }
+            let mapped = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
+            self.bytes = mapped ? Array(bytes[12..<16]) : bytes
             self.port = UInt16(address.port ?? 0)
         default:
             return nil
@@ -39,6 +43,14 @@ public struct TraversalAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether this is an IPv4 address.
     public var isIPv4: Bool { self.bytes.count == 4 }
+
+    /// Whether this is a loopback address (127/8 or ::1).
+    public var isLoopback: Bool {
+        self.isIPv4 ? self.bytes[0] == 127 : self.bytes[0..<15].allSatisfy { $0 == 0 } && self.bytes[15] == 1
+    }
+
+    /// Whether this is a link-local IPv6 address (fe80::/10).
+    public var isLinkLocalIPv6: Bool { !self.isIPv4 && self.bytes[0] == 0xFE && self.bytes[1] & 0xC0 == 0x80 }
 
     /// The NIO socket address.
     public var socketAddress: SocketAddress {

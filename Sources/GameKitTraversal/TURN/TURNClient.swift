@@ -121,11 +121,13 @@ package struct TURNClient: Sendable {
     }
 
     /// Asks the server to let these peers' IP addresses send to the relayed address (ports do not
-    /// matter to permissions). Already-permitted addresses are skipped.
+    /// matter to permissions). Already-permitted addresses are skipped, and so are addresses of
+    /// the other family than the relayed address's (RFC 6156 §6: an IPv4 allocation relays to
+    /// IPv4 peers, whichever family reaches the server).
     package mutating func permit(_ peers: [TraversalAddress], now: NIODeadline) {
-        guard case .allocated = self.state else { return }
+        guard case .allocated(let relayed, _) = self.state else { return }
         var fresh: [[UInt8]] = []
-        for peer in peers where peer.isIPv4 == self.server.isIPv4 && peer.bytes.first != 127
+        for peer in peers where peer.isIPv4 == relayed.isIPv4 && !peer.isLoopback
             && self.permissions[peer.bytes] == nil && !fresh.contains(peer.bytes)
         {
             fresh.append(peer.bytes)

@@ -33,8 +33,10 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
         public var turnServers: [RealTimeConnection.TURNServer] = []
         /// Media only through the TURN relay.
         public var relayOnly = false
-        /// The local IPv4 address of the media socket ("0.0.0.0": every interface).
-        public var bindAddress = "0.0.0.0"
+        /// The local address of the media socket: "::" (the default) for every interface, IPv6
+        /// and IPv4 on one dual-stack socket ("0.0.0.0" on a host without IPv6); "0.0.0.0" for
+        /// IPv4 only; or one address.
+        public var bindAddress = "::"
         /// Interfaces whose addresses are offered as host candidates (nil: every one that is up).
         public var interfaceNames: [String]?
         /// The audio devices.

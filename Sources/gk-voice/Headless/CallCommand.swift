@@ -35,7 +35,7 @@ struct CallCommand: ParsableCommand {
         if self.verbose { environment[ToolLogging.variable] = environment["OGK_TRACE"] == nil ? "debug" : "trace" }
         ToolLogging.bootstrap(environment: environment)
         let configuration = try self.options.configuration()
-        let (host, port) = try VoiceOptions.hostPort(self.rendezvous)
+        let (host, port) = try VoiceOptions.hostPort(self.rendezvous, option: "--rendezvous")
         let service = GKVoiceChatService(configuration: configuration)
         service.delegateQueue = DispatchQueue(label: "gk-voice")
         let client = try RendezvousClient.connect(name: self.name, host: host, port: port)
