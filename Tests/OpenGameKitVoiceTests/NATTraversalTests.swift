@@ -35,38 +35,25 @@ struct NATTraversalTests {
         return Outcome(alice: result.objects(tagged: "A"), bob: result.objects(tagged: "B"), stoi: quality.stoi, recordingBytes: size)
     }
 
-    @Test("Behind endpoint-independent NATs the call goes direct, via server-reflexive candidates")
-    func direct() async throws {
-        let outcome = try await Self.call(topology: "")
-        #expect(outcome.started(outcome.alice) == "direct" && outcome.started(outcome.bob) == "direct", "\(outcome.alice) \(outcome.bob)")
+    /// One call in `topology`: both sides start on `path`, and bob hears alice.
+    static func expectCall(topology: String, path: String) async throws {
+        let outcome = try await Self.call(topology: topology)
+        #expect(outcome.started(outcome.alice) == path && outcome.started(outcome.bob) == path, "\(outcome.alice) \(outcome.bob)")
         #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
     }
+
+    @Test("Behind endpoint-independent NATs the call goes direct, via server-reflexive candidates")
+    func direct() async throws { try await Self.expectCall(topology: "", path: "direct") }
 
     @Test("Behind symmetric NATs (--random-fully) the call goes through the TURN relay")
-    func relayed() async throws {
-        let outcome = try await Self.call(topology: "--random-fully")
-        #expect(outcome.started(outcome.alice) == "relayed" && outcome.started(outcome.bob) == "relayed", "\(outcome.alice) \(outcome.bob)")
-        #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
-    }
+    func relayed() async throws { try await Self.expectCall(topology: "--random-fully", path: "relayed") }
 
     @Test("With IPv6 (and IPv4 UDP dropped between the sides) the call goes direct over IPv6, with an IPv6 STUN server")
-    func ipv6() async throws {
-        let outcome = try await Self.call(topology: "--ipv6")
-        #expect(outcome.started(outcome.alice) == "direct" && outcome.started(outcome.bob) == "direct", "\(outcome.alice) \(outcome.bob)")
-        #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
-    }
+    func ipv6() async throws { try await Self.expectCall(topology: "--ipv6", path: "direct") }
 
     @Test("With TURN reached over IPv6 and no UDP between the sides, the call goes through the relay")
-    func ipv6Relay() async throws {
-        let outcome = try await Self.call(topology: "--ipv6-relay")
-        #expect(outcome.started(outcome.alice) == "relayed" && outcome.started(outcome.bob) == "relayed", "\(outcome.alice) \(outcome.bob)")
-        #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
-    }
+    func ipv6Relay() async throws { try await Self.expectCall(topology: "--ipv6-relay", path: "relayed") }
 
     @Test("With UDP blocked between the sides, media falls back to the client's channel")
-    func fallback() async throws {
-        let outcome = try await Self.call(topology: "--block-udp")
-        #expect(outcome.started(outcome.alice) == "client" && outcome.started(outcome.bob) == "client", "\(outcome.alice) \(outcome.bob)")
-        #expect(outcome.stoi > 0.6, "bob.wav \(outcome.recordingBytes) bytes; \(outcome.alice) \(outcome.bob)")
-    }
+    func fallback() async throws { try await Self.expectCall(topology: "--block-udp", path: "client") }
 }
