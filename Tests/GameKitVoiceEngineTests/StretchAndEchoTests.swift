@@ -35,6 +35,43 @@ struct StretchAndEchoTests {
         #expect(result.doubleTalkOutput.count == 5 * VoiceFormat.sampleRate)
     }
 
+    @Test("Until the canceller converges, echo-only frames are held down by 30 dB; a near talker louder than the far end passes; once converged, everything passes")
+    func startupSuppressionFollowsConvergence() {
+        var suppressor = StartupEchoSuppressor()
+        let far = VoiceTestSupport.sine(frequency: 300, dBFS: -12, seconds: 0.02)
+        let echo = far.map { $0 / 2 }  // an echo path of −6 dB
+        let silence = [Int16](repeating: 0, count: far.count)
+        // The canceller removes nothing yet: the echo is attenuated (after the first frame's ramp).
+        _ = suppressor.process(near: echo, far: far, output: echo)
+        let held = suppressor.process(near: echo, far: far, output: echo)
+        #expect(abs(VoiceTestSupport.level(held[...]) - (VoiceTestSupport.level(echo[...]) - 30)) < 0.5)
+        // The near end talks over it (louder than the loudspeaker): passed as it is, after the ramp.
+        let talker = VoiceTestSupport.sine(frequency: 200, dBFS: -3, seconds: 0.02)
+        _ = suppressor.process(near: talker, far: far, output: talker)
+        #expect(suppressor.process(near: talker, far: far, output: talker) == talker)
+        // The far end silent (for the whole window): nothing to hold down.
+        for _ in 0..<suppressor.windowFrames { _ = suppressor.process(near: silence, far: silence, output: silence) }
+        #expect(suppressor.process(near: talker, far: silence, output: talker) == talker)
+        #expect(!suppressor.converged)
+        // The canceller now removes 26 dB of the echo: after 25 such frames, converged for good.
+        let residual = echo.map { $0 / 20 }
+        for _ in 0..<(suppressor.convergedFrames + 30) { _ = suppressor.process(near: echo, far: far, output: residual) }
+        #expect(suppressor.converged)
+        #expect(suppressor.process(near: echo, far: far, output: echo) == echo)
+    }
+
+    @Test("With the start-up suppressor, speex removes 15 dB and more within 3 s of a call's start; without, far less")
+    func startupSuppressionSpeedsUpTheStart() throws {
+        let far = try VoiceTestSupport.speech() + VoiceTestSupport.speech()
+        let near = Array(try VoiceTestSupport.speech().reversed())
+        let with = try EchoMeasurement.run(canceller: try SpeexEchoCanceller(), far: far, near: near)
+        let without = try EchoMeasurement.run(canceller: try SpeexEchoCanceller(startupSuppression: nil), far: far, near: near)
+        #expect(with.erleFirst3sDecibels >= 15)
+        #expect(without.erleFirst3sDecibels < with.erleFirst3sDecibels - 6)
+        // Converged by the double talk at 12 s: the near end is kept as well as without it.
+        #expect(abs(with.doubleTalkAttenuationDecibels - without.doubleTalkAttenuationDecibels) < 0.5)
+    }
+
     @Test("Echo cancellers refuse frames of the wrong size", arguments: EchoCancellerKind.allCases)
     func cancellersCheckFrames(kind: EchoCancellerKind) throws {
         let canceller = try kind.make()

@@ -18,8 +18,9 @@ public enum EchoCancellerKind: String, Sendable, CaseIterable {
     /// local talker during double talk.
     case webrtc
     /// speexdsp's MDF canceller (200 ms tail, 20 ms frames) with its preprocessor's residual
-    /// echo and noise suppression: the default, because it keeps the local talker intact in
-    /// double talk (the README's echo cancellation figures), though it takes longer to converge.
+    /// echo and noise suppression, and a ``StartupEchoSuppressor`` until its filter converges:
+    /// the default, because it keeps the local talker intact in double talk once converged (the
+    /// README's echo cancellation figures).
     case speex
     /// No echo cancellation (headphones, tests).
     case none

@@ -5,7 +5,8 @@ import Foundation
 /// floor and, for a stretch in the middle, near-end speech (double talk).
 ///
 /// The timeline, from the start of the far-end signal: 0–12 s far end only; 12–17 s double
-/// talk; then far end only again. Figures:
+/// talk; then far end only again. (`doubleTalkAt` moves the double talk, for instance to 1 s,
+/// while the canceller is still converging; the ERLE figures then include the near end.) Figures:
 /// - ERLE (echo return loss enhancement): 10·log10(echo energy ÷ output energy) over the first
 ///   3 s (how fast the canceller converges) and over 8–12 s (steady state).
 /// - Double-talk attenuation: the near-end speech's level going in minus the output's level
@@ -41,8 +42,9 @@ public struct EchoMeasurement {
         public var cpuSecondsPerSecond: Double
     }
 
-    static let doubleTalkStart = 12 * VoiceFormat.sampleRate
-    static let doubleTalkEnd = 17 * VoiceFormat.sampleRate
+    /// When the double talk starts by default, in seconds; it lasts 5 s.
+    public static let doubleTalkSecond = 12
+    static let doubleTalkSeconds = 5
 
     /// The echo path's impulse response as (delay in samples, gain) taps.
     public static func taps(of path: EchoPath) -> [(Int, Double)] {
@@ -60,12 +62,16 @@ public struct EchoMeasurement {
         return taps
     }
 
-    /// Runs `canceller` on `far` (at least 18 s) with `near` (at least 5 s) talking from 12 s.
+    /// Runs `canceller` on `far` (at least 18 s) with `near` (at least 5 s) talking from
+    /// `doubleTalkAt` s (0–12).
     public static func run(
-        canceller: EchoCanceller, far: [Int16], near: [Int16], path: EchoPath = EchoPath()
+        canceller: EchoCanceller, far: [Int16], near: [Int16], path: EchoPath = EchoPath(), doubleTalkAt: Int = doubleTalkSecond
     ) throws(VoiceEngineError) -> Result {
         let count = far.count
         guard count >= 18 * VoiceFormat.sampleRate else { throw .invalidConfiguration("far end shorter than 18 s") }
+        guard (0...12).contains(doubleTalkAt) else { throw .invalidConfiguration("double talk at \(doubleTalkAt) s") }
+        let doubleTalkStart = doubleTalkAt * VoiceFormat.sampleRate
+        let doubleTalkEnd = doubleTalkStart + doubleTalkSeconds * VoiceFormat.sampleRate
         guard near.count >= doubleTalkEnd - doubleTalkStart else { throw .invalidConfiguration("near end shorter than 5 s") }
         // The echo, and the microphone: echo + noise floor (−66 dBFS) + near end in double talk.
         var echo = [Double](repeating: 0, count: count)

@@ -1,18 +1,34 @@
 import CSpeexDSP
 
 /// speexdsp's echo canceller with a 200 ms tail, followed by its preprocessor (residual echo
-/// suppression and noise suppression), on 10 ms frames at 16 kHz.
+/// suppression and noise suppression), on 20 ms frames at 16 kHz, and, until its filter has
+/// converged, a ``StartupEchoSuppressor``.
 public final class SpeexEchoCanceller: EchoCanceller {
     private let echo: OpaquePointer
     private let preprocess: OpaquePointer
     private var output: [Int16]
+    private var startup: StartupEchoSuppressor?
+    /// The start-up suppressor's state (nil when switched off).
+    public var startupSuppressor: StartupEchoSuppressor? { startup }
     /// Samples per frame: 10 or 20 ms.
     public let frameSize: Int
 
-    /// Creates the canceller with a tail of `tailMilliseconds` (at least 200).
-    public init(tailMilliseconds: Int = 200, frameMilliseconds: Int = 20, noiseSuppression: Bool = true) throws(VoiceEngineError) {
+    /// Creates the canceller with a tail of `tailMilliseconds` (at least 20); `startupSuppression`
+    /// (nil: none) holds the echo down until the filter has converged, its window set to the tail. The residual echo
+    /// suppressor removes at most `echoSuppressDecibels` of what the filter leaves while only the
+    /// far end talks, and `echoSuppressActiveDecibels` while the near end talks too (speexdsp's
+    /// defaults: −40 and −15).
+    public init(
+        tailMilliseconds: Int = 200, frameMilliseconds: Int = 20, noiseSuppression: Bool = true, echoSuppressDecibels: Int = -40,
+        echoSuppressActiveDecibels: Int = -15, startupSuppression: StartupEchoSuppressor? = StartupEchoSuppressor()
+    ) throws(VoiceEngineError) {
         guard frameMilliseconds == 10 || frameMilliseconds == 20 else { throw .invalidConfiguration("speex frames of \(frameMilliseconds) ms") }
         frameSize = VoiceFormat.samplesPer10ms * frameMilliseconds / 10
+        if var suppressor = startupSuppression {
+            // The echo path the window covers: the tail, in frames (and one more).
+            suppressor.windowFrames = tailMilliseconds / frameMilliseconds + 1
+            startup = suppressor
+        }
         output = [Int16](repeating: 0, count: frameSize)
         let frame = Int32(frameSize)
         guard tailMilliseconds >= 20,
@@ -29,6 +45,10 @@ public final class SpeexEchoCanceller: EchoCanceller {
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
         var on: Int32 = noiseSuppression ? 1 : 0
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &on)
+        var suppress = Int32(echoSuppressDecibels)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, &suppress)
+        var suppressActive = Int32(echoSuppressActiveDecibels)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, &suppressActive)
     }
 
     deinit {
@@ -48,6 +68,7 @@ public final class SpeexEchoCanceller: EchoCanceller {
                 }
             }
         }
+        if startup != nil { return startup!.process(near: near, far: far, output: output) }
         return output
     }
 }

@@ -66,13 +66,19 @@ struct VoiceBenchmark: ParsableCommand {
             ("webrtc-\(level)", { try WebRTCEchoCanceller(suppression: level) })
         }
         cancellers.append(("speex", { try SpeexEchoCanceller() }))
+        // Without the start-up suppressor: the library alone, for comparison.
+        cancellers.append(("speex-alone", { try SpeexEchoCanceller(startupSuppression: nil) }))
         for (name, make) in cancellers {
             let result = try EchoMeasurement.run(canceller: try make(), far: speech, near: near)
             let score = try quality.measure(reference: result.doubleTalkReference, degraded: result.doubleTalkOutput, name: "dt-\(name)")
+            // The same double talk at 1 s, while the canceller is still converging.
+            let early = try EchoMeasurement.run(canceller: try make(), far: speech, near: near, doubleTalkAt: 1)
+            let earlyScore = try quality.measure(reference: early.doubleTalkReference, degraded: early.doubleTalkOutput, name: "dt-early-\(name)")
             rows.append([
                 "work": "echo", "impl": name, "erle_db_3s": result.erleFirst3sDecibels,
                 "erle_db_steady": result.erleSteadyDecibels, "dt_atten_db": result.doubleTalkAttenuationDecibels,
                 "dt_pesq_wb": score.pesq ?? NSNull(), "cpu_pct": result.cpuSecondsPerSecond * 100,
+                "dt_atten_db_at_1s": early.doubleTalkAttenuationDecibels, "dt_pesq_wb_at_1s": earlyScore.pesq ?? NSNull(),
             ])
         }
 
@@ -128,12 +134,12 @@ struct VoiceBenchmark: ParsableCommand {
         func number(_ row: [String: Any], _ key: String, _ format: String = "%.2f") -> String {
             (row[key] as? Double).map { String(format: format, $0) } ?? "-"
         }
-        var table = "work      impl              loss%   PESQ-WB  STOI   kbit/s | echo: ERLE 3s  steady  DT atten  DT PESQ | cpu%  m2e p50/p95 ms\n"
+        var table = "work      impl              loss%   PESQ-WB  STOI   kbit/s | echo: ERLE 3s  steady  DT atten  DT PESQ  at 1 s | cpu%  m2e p50/p95 ms\n"
         for row in rows {
             let work = (row["work"] as? String ?? "").padding(toLength: 9, withPad: " ", startingAt: 0)
             let impl = (row["impl"] as? String ?? "").padding(toLength: 17, withPad: " ", startingAt: 0)
             table += "\(work) \(impl) \(number(row, "loss_pct", "%5.1f"))   \(number(row, "pesq_wb"))     \(number(row, "stoi", "%.3f"))  \(number(row, "kbps", "%5.1f"))  |"
-            table += "  \(number(row, "erle_db_3s", "%5.1f"))  \(number(row, "erle_db_steady", "%5.1f"))  \(number(row, "dt_atten_db", "%5.1f"))  \(number(row, "dt_pesq_wb"))  |"
+            table += "  \(number(row, "erle_db_3s", "%5.1f"))  \(number(row, "erle_db_steady", "%5.1f"))  \(number(row, "dt_atten_db", "%5.1f"))  \(number(row, "dt_pesq_wb"))  \(number(row, "dt_atten_db_at_1s", "%4.1f"))/\(number(row, "dt_pesq_wb_at_1s"))  |"
             table += " \(number(row, "cpu_pct"))  \(number(row, "mouth_to_ear_ms_p50", "%.0f"))/\(number(row, "mouth_to_ear_ms_p95", "%.0f"))\n"
             if json { emitJSONLine(row) }
         }
