@@ -29,9 +29,10 @@ public struct OpusSettings: Sendable, Hashable {
     /// (``VoicePacket/redundantAudio(sequence:timestamp:muted:payload:earlier:)``). Default on.
     public var burstRedundancy: Bool = true
     /// The bit rate of those copies, coded by a second encoder, in bits per second. Default
-    /// 12,000: two copies (the deepest cover) add 24 kbit/s to the 32 of the frames themselves,
-    /// only while the receiver reports bursts.
-    public var redundancyBitrate: Int = 12_000
+    /// 16,000: two copies (the deepest cover) add about 28 kbit/s to the 31 of the frames
+    /// themselves, only while the receiver reports bursts (12,000 scored 0.04–0.14 PESQ-WB
+    /// lower under 10 % and 20 % loss and bursts).
+    public var redundancyBitrate: Int = 16_000
 
     /// The defaults.
     public init() {}

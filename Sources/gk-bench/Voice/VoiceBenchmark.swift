@@ -83,6 +83,7 @@ struct VoiceBenchmark: ParsableCommand {
         }
 
         rows.append(try Self.fullDuplexCPU(speech: speech))
+        rows.append(try Self.fullDuplexCPU(speech: speech, burstLoss: true))
         if !skipPulse {
             rows.append(try MouthToEar.measure(chirps: chirps, workspace: workspace))
         }
@@ -91,8 +92,9 @@ struct VoiceBenchmark: ParsableCommand {
 
     /// CPU of one full-duplex stream: two engines talk to each other in virtual time (each does
     /// echo cancellation, encoding, the jitter buffer and decoding); the process's CPU time is
-    /// halved and divided by the audio's duration.
-    static func fullDuplexCPU(speech: [Int16]) throws -> [String: Any] {
+    /// halved and divided by the audio's duration. `burstLoss`: runs of 3 packets in 30 are lost
+    /// both ways, so each receiver asks for cover and each sender codes the copies too.
+    static func fullDuplexCPU(speech: [Int16], burstLoss: Bool = false) throws -> [String: Any] {
         final class Wire: @unchecked Sendable { var packets: [[UInt8]] = [] }
         let toB = Wire(), toA = Wire()
         let a = try VoiceEngine { toB.packets.append($0) }
@@ -105,14 +107,18 @@ struct VoiceBenchmark: ParsableCommand {
             let mic = Array(speech[frame * samples..<(frame + 1) * samples])
             _ = try a.process(microphone: mic, atMilliseconds: now)
             _ = try b.process(microphone: mic, atMilliseconds: now)
-            for packet in toB.packets { b.receive(packet, atMilliseconds: now) }
-            for packet in toA.packets { a.receive(packet, atMilliseconds: now) }
+            let lost = burstLoss && frame % 30 < 3
+            for packet in toB.packets where !lost { b.receive(packet, atMilliseconds: now) }
+            for packet in toA.packets where !lost { a.receive(packet, atMilliseconds: now) }
             toB.packets.removeAll()
             toA.packets.removeAll()
         }
         let cpu = (processCPUSeconds() - start) / 2
         let audioSeconds = Double(frames * samples) / Double(VoiceFormat.sampleRate)
-        return ["work": "cpu", "impl": "opengamekit", "cpu_pct": cpu / audioSeconds * 100, "echo_canceller": VoiceEngine.Configuration().echoCanceller.rawValue]
+        return [
+            "work": burstLoss ? "cpu-burst" : "cpu", "impl": "opengamekit", "cpu_pct": cpu / audioSeconds * 100,
+            "echo_canceller": VoiceEngine.Configuration().echoCanceller.rawValue, "burst_cover": a.currentStatistics.burstCover,
+        ]
     }
 
     /// Runs scripts/voice-reference.
