@@ -56,15 +56,12 @@ struct VoiceOptions: ParsableArguments {
     /// A rendezvous's address (`IPV4[:PORT]` or `[IPV6][:PORT]`, port 7878 by default) as a
     /// STUN server (`localhost` is 127.0.0.1); nil for anything else (a name is not resolved).
     static func stunServer(atRendezvous value: String) -> RealTimeConnection.STUNServer? {
-        guard let address = try? EndpointArgument.parse(value, option: "--rendezvous", defaultPort: 7878),
-            let host = address.ipAddress, let port = address.port
-        else { return nil }
-        return RealTimeConnection.STUNServer(host: host, port: port)
+        (try? hostPort(value, option: "--rendezvous", defaultPort: 7878)).map { RealTimeConnection.STUNServer(host: $0.0, port: $0.1) }
     }
 
-    /// A server's numeric address and port (3478, STUN's, when left out).
-    static func hostPort(_ value: String, option: String = "--stun") throws -> (String, Int) {
-        let address = try EndpointArgument.parse(value, option: option, defaultPort: 3478)
-        return (address.ipAddress ?? "", address.port ?? 3478)
+    /// A server's numeric address and port (`defaultPort`, STUN's 3478 unless told, when left out).
+    static func hostPort(_ value: String, option: String = "--stun", defaultPort: Int = 3478) throws -> (String, Int) {
+        let address = try EndpointArgument.parse(value, option: option, defaultPort: defaultPort)
+        return (address.ipAddress ?? "", address.port ?? defaultPort)
     }
 }

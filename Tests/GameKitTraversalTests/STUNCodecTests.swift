@@ -45,15 +45,17 @@ struct STUNCodecTests {
         message.attributes.filter { $0.type != STUNAttribute.Kind.messageIntegrity.rawValue && $0.type != STUNAttribute.Kind.fingerprint.rawValue }
     }
 
-    @Test("Addresses: IPv4-mapped IPv6 is the IPv4 address it maps; loopback and link-local are told apart")
+    @Test("Addresses: IPv4-mapped IPv6 is the IPv4 address it maps; loopback, link-local and wildcard are told apart")
     func addressesFromSockets() throws {
         let mapped = try SocketAddress(ipAddress: "::ffff:192.0.2.7", port: 4000)
         #expect(TraversalAddress(mapped) == TraversalAddress("192.0.2.7", port: 4000))
         #expect(TraversalAddress(mapped)?.isIPv4 == true)
         let v6 = try #require(TraversalAddress(try SocketAddress(ipAddress: "2001:db8::7", port: 4000)))
-        #expect(!v6.isIPv4 && v6.bytes.count == 16 && !v6.isLoopback && !v6.isLinkLocalIPv6)
+        #expect(!v6.isIPv4 && v6.bytes.count == 16 && !v6.isLoopback && !v6.isLinkLocal)
         #expect(TraversalAddress("::1", port: 1)?.isLoopback == true && TraversalAddress("127.0.0.9", port: 1)?.isLoopback == true)
-        #expect(TraversalAddress("fe80::1", port: 1)?.isLinkLocalIPv6 == true && TraversalAddress("fec0::1", port: 1)?.isLinkLocalIPv6 == false)
+        #expect(TraversalAddress("fe80::1", port: 1)?.isLinkLocal == true && TraversalAddress("fec0::1", port: 1)?.isLinkLocal == false)
+        #expect(TraversalAddress("169.254.3.4", port: 1)?.isLinkLocal == true && TraversalAddress("169.253.3.4", port: 1)?.isLinkLocal == false)
+        #expect(TraversalAddress("::", port: 1)?.isWildcard == true && TraversalAddress("0.0.0.1", port: 1)?.isWildcard == false)
         #expect(TraversalAddress("10.0.0.1", port: 1)?.isLoopback == false)
     }
 

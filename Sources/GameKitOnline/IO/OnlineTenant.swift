@@ -1,5 +1,6 @@
 import Crypto
 @_spi(Machine) import GameKitMachine
+import GameKitTraversal
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -188,28 +189,10 @@ import NIOPosix
     public func usesStream(to address: SocketAddress) -> Bool { self.streams.stream(to: address) != nil }
 
     /// The addresses this socket can be reached at on its own interfaces: the bound address, or
-    /// for a wildcard, each interface's (not loopback or link-local ones), with its port.
+    /// for a wildcard, each interface's (never loopback or link-local ones), with its port.
     static func hostCandidates(for local: SocketAddress) -> [SocketAddress] {
-        guard let port = local.port else { return [] }
-        let wildcard = local.packedBytes.map { $0.allSatisfy { $0 == 0 } } ?? false
-        guard wildcard else { return Self.isUsable(local) ? [local] : [] }
-        let acceptsIPv6 = local.protocol == .inet6
-        var found: [SocketAddress] = []
-        for device in (try? System.enumerateDevices()) ?? [] {
-            guard var address = device.address, Self.isUsable(address) else { continue }
-            if address.protocol == .inet6, !acceptsIPv6 { continue }
-            address.port = port
-            if !found.contains(address) { found.append(address) }
-        }
-        return found
-    }
-
-    private static func isUsable(_ address: SocketAddress) -> Bool {
-        guard let bytes = address.packedBytes else { return false }
-        if bytes.count == 4 { return bytes[0] != 127 && !(bytes[0] == 169 && bytes[1] == 254) && bytes[0] != 0 }
-        let loopback = bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
-        let linkLocal = bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
-        return !loopback && !linkLocal && !bytes.allSatisfy { $0 == 0 }
+        guard let bound = TraversalAddress(local) else { return [] }
+        return TraversalAddress.hostAddresses(bound: bound, loopbackIfAlone: false).map(\.socketAddress)
     }
 
     public func receive(_ datagram: ByteBuffer, from source: SocketAddress) -> (ByteBuffer, SocketAddress)? {

@@ -1,3 +1,4 @@
+import GameKitTraversal
 import NIOCore
 
 /// First bytes of the online layer's datagrams, inside the range RFC 7983 leaves unassigned
@@ -66,12 +67,8 @@ extension SocketAddress {
     /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, as a dual-stack socket reports IPv4
     /// senders) as the IPv4 address it maps; any other address as it is.
     public var unmappingIPv4: SocketAddress {
-        guard case .v6(let v6) = self else { return self }
-        let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-        guard bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF,
-            let mapped = try? SocketAddress.packed(Array(bytes[12..<16]), port: UInt16(self.port ?? 0))
-        else { return self }
-        return mapped
+        guard case .v6 = self, let address = TraversalAddress(self), address.isIPv4 else { return self }
+        return address.socketAddress
     }
 
     /// The address's bytes (4 or 16), or nil for a Unix socket.

@@ -173,7 +173,7 @@ public final class RealTimeConnection: @unchecked Sendable {
                     settingsToUse.stunServers.removeAll { !$0.isIPv4 }
                     settingsToUse.turnServers.removeAll { !$0.address.isIPv4 }
                 }
-                let hosts = Self.hostAddresses(bound: local, interfaceNames: configuration.interfaceNames)
+                let hosts = TraversalAddress.hostAddresses(bound: local, interfaceNames: configuration.interfaceNames, loopbackIfAlone: true)
                 let machine = RealTimeMachine(settings: settingsToUse, hostAddresses: hosts, now: loop.now)
                 do {
                     return try RealTimeConnection(channel: channel, machine: machine, localAddress: local)
@@ -191,28 +191,6 @@ public final class RealTimeConnection: @unchecked Sendable {
             }
             return address
         }
-    }
-
-    /// The bound address if specific, else every address of the chosen interfaces with the
-    /// socket's port: IPv4 ones, and IPv6 ones too when the socket is IPv6 ("::", dual-stack),
-    /// but never link-local IPv6 (it needs an interface to name); loopback only when there is
-    /// nothing else (it reaches no other host).
-    static func hostAddresses(bound: TraversalAddress, interfaceNames: [String]?) -> [TraversalAddress] {
-        guard bound.bytes.allSatisfy({ $0 == 0 }) else { return [bound] }
-        let withIPv6 = !bound.isIPv4
-        let devices = (try? System.enumerateDevices()) ?? []
-        var addresses: [TraversalAddress] = []
-        for device in devices {
-            if let names = interfaceNames, !names.contains(device.name) { continue }
-            guard let address = device.address.flatMap(TraversalAddress.init), address.isIPv4 || withIPv6,
-                !address.isLinkLocalIPv6,
-                let withPort = TraversalAddress(bytes: address.bytes, port: bound.port), !addresses.contains(withPort)
-            else { continue }
-            addresses.append(withPort)
-        }
-        let outside = addresses.filter { !$0.isLoopback }
-        // IPv4 first: the order candidates are offered in (pairs are still ranked by priority).
-        return (outside.isEmpty ? addresses : outside).sorted { $0.isIPv4 && !$1.isIPv4 }
     }
 
     // MARK: - API

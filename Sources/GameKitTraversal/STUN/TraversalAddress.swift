@@ -49,8 +49,34 @@ public struct TraversalAddress: Hashable, Sendable, CustomStringConvertible {
         self.isIPv4 ? self.bytes[0] == 127 : self.bytes[0..<15].allSatisfy { $0 == 0 } && self.bytes[15] == 1
     }
 
-    /// Whether this is a link-local IPv6 address (fe80::/10).
-    public var isLinkLocalIPv6: Bool { !self.isIPv4 && self.bytes[0] == 0xFE && self.bytes[1] & 0xC0 == 0x80 }
+    /// Whether this is a link-local address (169.254/16 or fe80::/10).
+    public var isLinkLocal: Bool {
+        self.isIPv4 ? self.bytes[0] == 169 && self.bytes[1] == 254 : self.bytes[0] == 0xFE && self.bytes[1] & 0xC0 == 0x80
+    }
+
+    /// Whether this is the wildcard address (0.0.0.0 or ::).
+    public var isWildcard: Bool { self.bytes.allSatisfy { $0 == 0 } }
+
+    /// Where a socket bound to `bound` can be reached on this host's interfaces (those named in
+    /// `interfaceNames`, or every one): a specific bound address itself; for a wildcard, each
+    /// interface's address with the socket's port, IPv4 first, IPv6 ones only when the socket is
+    /// IPv6 (dual-stack), never link-local ones (they need an interface to name). Loopback
+    /// addresses (which reach no other host) only when `loopbackIfAlone` and there is nothing
+    /// else.
+    public static func hostAddresses(bound: TraversalAddress, interfaceNames: [String]? = nil, loopbackIfAlone: Bool) -> [TraversalAddress] {
+        guard bound.isWildcard else { return loopbackIfAlone || !(bound.isLoopback || bound.isLinkLocal) ? [bound] : [] }
+        var addresses: [TraversalAddress] = []
+        for device in (try? System.enumerateDevices()) ?? [] {
+            if let names = interfaceNames, !names.contains(device.name) { continue }
+            guard let address = device.address.flatMap(TraversalAddress.init), address.isIPv4 || !bound.isIPv4, !address.isLinkLocal,
+                !address.isWildcard, let withPort = TraversalAddress(bytes: address.bytes, port: bound.port), !addresses.contains(withPort)
+            else { continue }
+            addresses.append(withPort)
+        }
+        let outside = addresses.filter { !$0.isLoopback }
+        let chosen = outside.isEmpty && loopbackIfAlone ? addresses : outside
+        return chosen.filter(\.isIPv4) + chosen.filter { !$0.isIPv4 }
+    }
 
     /// The NIO socket address.
     public var socketAddress: SocketAddress {

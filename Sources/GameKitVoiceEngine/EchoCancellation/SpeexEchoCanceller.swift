@@ -7,9 +7,8 @@ public final class SpeexEchoCanceller: EchoCanceller {
     private let echo: OpaquePointer
     private let preprocess: OpaquePointer
     private var output: [Int16]
-    private var startup: StartupEchoSuppressor?
     /// The start-up suppressor's state (nil when switched off).
-    public var startupSuppressor: StartupEchoSuppressor? { startup }
+    public private(set) var startupSuppressor: StartupEchoSuppressor?
     /// Samples per frame: 10 or 20 ms.
     public let frameSize: Int
 
@@ -27,7 +26,7 @@ public final class SpeexEchoCanceller: EchoCanceller {
         if var suppressor = startupSuppression {
             // The echo path the window covers: the tail, in frames (and one more).
             suppressor.windowFrames = tailMilliseconds / frameMilliseconds + 1
-            startup = suppressor
+            startupSuppressor = suppressor
         }
         output = [Int16](repeating: 0, count: frameSize)
         let frame = Int32(frameSize)
@@ -68,7 +67,6 @@ public final class SpeexEchoCanceller: EchoCanceller {
                 }
             }
         }
-        if startup != nil { return startup!.process(near: near, far: far, output: output) }
-        return output
+        return startupSuppressor?.process(near: near, far: far, output: output) ?? output
     }
 }

@@ -57,23 +57,19 @@ public final class VoiceSender {
             framesSuppressed += 1
             return nil
         }
-        let packet: VoicePacket
+        var earlier: [VoicePacket.EarlierFrame] = []
         if let copyEncoder {
-            let earlier = (2...max(2, burstCover)).compactMap { distance -> VoicePacket.EarlierFrame? in
+            earlier = (2...max(2, burstCover)).compactMap { distance in
                 let wanted = timestamp &- UInt32(distance * format.samplesPerFrame)
                 return recentCopies.last { $0.timestamp == wanted }.map { .init(distance: distance, payload: $0.payload) }
             }
             recentCopies.append((timestamp, try copyEncoder.encode(input)))
             if recentCopies.count > Int(VoicePacket.maximumBurstCover) { recentCopies.removeFirst() }
-            if earlier.isEmpty {
-                packet = .audio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload)
-            } else {
-                packet = .redundantAudio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload, earlier: earlier)
-                packetsWithCopies += 1
-            }
-        } else {
-            packet = .audio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload)
         }
+        if !earlier.isEmpty { packetsWithCopies += 1 }
+        let packet: VoicePacket = earlier.isEmpty
+            ? .audio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload)
+            : .redundantAudio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload, earlier: earlier)
         sequence &+= 1
         packetsSent += 1
         return packet.encoded()

@@ -77,9 +77,8 @@ public struct JitterBuffer {
     private var packets: [Int64: [UInt8]] = [:]
     /// Copies of frames whose own packet is not here, from later packets.
     private var copies: [Int64: [UInt8]] = [:]
-    /// How far back the sender's copies reach (0: it sends none), and packets since the last
-    /// with copies: after ``redundancyTimeoutPackets`` without, the sender has stopped.
-    private var redundancyDepth = 0
+    /// Packets since the last with copies: after ``redundancyTimeoutPackets`` without, the
+    /// sender has stopped (``copyDepth`` 0).
     private var packetsWithoutCopies = 0
     static let redundancyTimeoutPackets = 100
     private var nextIndex: Int64?
@@ -104,7 +103,7 @@ public struct JitterBuffer {
         var target = Int(arrivals.jitterP95) + frameMilliseconds
         // The packet after a loss must be here for its FEC copy; while the sender adds copies of
         // frames further back, the packet that far after a loss must be here too.
-        if configuration.holdForFEC { target += max(1, redundancyDepth) * frameMilliseconds }
+        if configuration.holdForFEC { target += max(1, copyDepth) * frameMilliseconds }
         return max(configuration.minimumDelayMilliseconds, min(configuration.maximumDelayMilliseconds, target))
     }
 
@@ -120,8 +119,9 @@ public struct JitterBuffer {
     /// Whether playout has started.
     public var isPlaying: Bool { playing }
 
-    /// How many frames back the copies the sender adds reach (0 when it adds none).
-    public var copyDepth: Int { redundancyDepth }
+    /// How many frames back the copies the sender adds reach (0 when it adds none); deeper
+    /// copies than the deepest cover a receiver asks for do not deepen the target.
+    public private(set) var copyDepth = 0
 
     /// Inserts a packet that arrived at `arrivalMilliseconds`, with the copies of earlier frames
     /// it carries (`earlier`: frames back, Opus packet).
@@ -138,11 +138,11 @@ public struct JitterBuffer {
 
     private mutating func insertCopies(_ earlier: [VoicePacket.EarlierFrame], before index: Int64) {
         if let deepest = earlier.map(\.distance).max() {
-            redundancyDepth = deepest
+            copyDepth = min(deepest, Int(VoicePacket.maximumBurstCover))
             packetsWithoutCopies = 0
         } else {
             packetsWithoutCopies += 1
-            if packetsWithoutCopies >= Self.redundancyTimeoutPackets { redundancyDepth = 0 }
+            if packetsWithoutCopies >= Self.redundancyTimeoutPackets { copyDepth = 0 }
         }
         for frame in earlier {
             let copyIndex = index - Int64(frame.distance)
@@ -248,7 +248,7 @@ public struct JitterBuffer {
     public mutating func restart() {
         packets.removeAll(keepingCapacity: true)
         copies.removeAll(keepingCapacity: true)
-        redundancyDepth = 0
+        copyDepth = 0
         packetsWithoutCopies = 0
         nextIndex = nil
         newestIndex = nil
