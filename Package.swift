@@ -178,6 +178,11 @@ let package = Package(
             linkerSettings: [.linkedLibrary("webrtc_audio_processing"), .linkedLibrary("stdc++")]
         ),
 
+        // Group calls in virtual time, for the engine's tests and the benchmark.
+        .target(
+            name: "VoiceSimulation",
+            dependencies: ["GameKitVoiceEngine", "NetworkImpairment", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         // MARK: - Executables
         .executableTarget(
             name: "gk-bench",
@@ -189,6 +194,7 @@ let package = Package(
                 "GameKitVoiceEngine",
                 "OpenGameKit",
                 "NetworkImpairment",
+                "VoiceSimulation",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -316,6 +322,11 @@ let package = Package(
             path: "Tests/ReadmeExamples/VoiceAsync"
         ),
         .executableTarget(
+            name: "gk-readme-group-voice",
+            dependencies: ["OpenGameKit", "OpenGameKitVoice"],
+            path: "Tests/ReadmeExamples/GroupVoice"
+        ),
+        .executableTarget(
             name: "gk-readme-voice-engine",
             dependencies: ["GameKitVoiceEngine"],
             path: "Tests/ReadmeExamples/VoiceEngine"
@@ -401,7 +412,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GameKitVoiceEngineTests",
-            dependencies: ["GameKitVoiceEngine", "VoiceTestSupport", "NetworkImpairment"]
+            dependencies: ["GameKitVoiceEngine", "VoiceTestSupport", "NetworkImpairment", "VoiceSimulation"]
         ),
         .testTarget(
             name: "OpenGameKitVoiceTests",

@@ -82,7 +82,13 @@ def session_seeds():
     yield "relay-short-destinations", u8(4) + u16(4) + u32(1) + u32(2)
     yield "relayed", u8(5) + u32(0x12345678) + b"from a client"
     yield "drop", u8(6) + u32(0x0A0B0C0D)
-    yield "unknown-type", u8(7) + u32(1)
+    yield "channel-voice", u8(7) + u8(1) + bytes([0x14, 0x11, 0, 1, 0, 0, 1, 0x40, 0]) + b"opus"
+    yield "channel-zero", u8(7) + u8(0) + b"not the application's"
+    yield "channel-relay", u8(8) + u8(1) + u16(2) + u32(2) + u32(3) + bytes([0x11])
+    yield "channel-relay-truncated", u8(8) + u8(1) + u16(3) + u32(2)
+    yield "channel-relayed", u8(9) + u8(1) + u32(0x12345678) + bytes([0x13])
+    yield "channel-relayed-truncated", u8(9) + u8(200) + u16(1)
+    yield "unknown-type", u8(10) + u32(1)
     yield "empty", b""
 
 
@@ -130,6 +136,11 @@ def signal_seeds():
     yield "wrong-magic", b"\x00" + signal(HANG_UP, call, magic=b"GL")
     yield "unknown-kind", b"\x00" + signal(10, call)
     yield "candidate-port-zero", b"\x00" + signal(CANDIDATES, call, with_candidates(candidate(0, [10, 0, 0, 1], 0, 1)))
+    # Group voice's channel messages (PROTOCOL §19.1), decoded by the same harness.
+    for name, message in [("group-join", b"\x11"), ("group-join-reply", b"\x12"), ("group-leave", b"\x13"),
+                          ("group-media", b"\x14\x11\x00\x01\x00\x00\x01\x40\x00opus"), ("group-media-empty", b"\x14"),
+                          ("group-version-2", b"\x21"), ("group-join-trailing", b"\x11\x00")]:
+        yield name, b"\x00" + message
     yield "candidate-bad-family", b"\x00" + signal(CANDIDATES, call, u8(1) + u8(0) + u8(5) + u16(1) + u32(1) + bytes(4))
     yield "trailing-byte", b"\x00" + signal(DENY, call, b"\x00")
     yield "too-long", b"\x00" + signal(CANDIDATES, call, with_candidates(RELAY6) + bytes(500))

@@ -692,6 +692,44 @@ struct SessionMachineTests {
         net.expectConsistent()
     }
 
+    @Test func channelDataTravelsBesideTheApplicationsAndNeverReachesIt() throws {
+        let (net, server, clients) = try SessionTestNetwork.room(clients: 3)
+        let (ann, ben, cat) = (clients[0], clients[1], clients[2])
+        let voice = SessionChannel.groupVoice
+        // To everyone: the server directly, the other clients through it, all on the channel.
+        try net[ann].send(bytes("frame"), to: net[ann].allConnectedPeers, mode: .unreliable, channel: voice)
+        net.deliver()
+        for peer in [server, ben, cat] {
+            #expect(net.notes(peer) == [], "the application hears nothing")
+            #expect(net[peer].takeChannelDeliveries() == [SessionChannelDelivery(channel: voice, data: bytes("frame"), from: ann.peerID, mode: .unreliable)])
+        }
+        #expect(net[ann].takeChannelDeliveries() == [])
+        #expect(net[server].statistics.relayedMessages == 2)
+        // A relay request naming the server delivers to it too, on the channel.
+        net.injectMessage(SessionMessage.channelRelay(to: [2, 10], channel: voice, data: bytes("both")).encode(), from: ann, to: server)
+        net.deliver()
+        #expect(net[server].takeChannelDeliveries().map(\.data) == [bytes("both")])
+        #expect(net[ben].takeChannelDeliveries().map(\.from) == [ann.peerID])
+        // Application data still arrives as before, and only to the application.
+        try net[ann].send(bytes("move"), to: [2], mode: .reliable)
+        net.deliver()
+        #expect(net.notes(ben) == [received("move", from: ann)])
+        #expect(net[ben].takeChannelDeliveries() == [])
+        // Relayed channel data from a peer the server does not reach is dropped and counted.
+        let dropped = net[ann].statistics.relayDropped
+        net.injectMessage(SessionMessage.channelRelayed(from: 77, channel: voice, data: bytes("forged")).encode(), from: server, to: ann)
+        net.deliver()
+        #expect(net[ann].takeChannelDeliveries() == [])
+        #expect(net[ann].statistics.relayDropped == dropped + 1)
+        // A client may not ask another client to relay.
+        let malformed = net[ben].statistics.malformedMessages
+        net.injectMessage(SessionMessage.channelRelay(to: [3], channel: voice, data: bytes("no")).encode(), from: server, to: ben)
+        net.deliver()
+        #expect(net[ben].statistics.malformedMessages == malformed + 1)
+        #expect(net[cat].takeChannelDeliveries() == [])
+        net.expectConsistent()
+    }
+
     @Test func aLeavingClientIsDisconnectedEverywhere() throws {
         let (net, server, clients) = try SessionTestNetwork.room(clients: 3)
         let (ann, ben, cat) = (clients[0], clients[1], clients[2])

@@ -54,6 +54,9 @@ struct SessionWireTests {
             .relay(to: [1, 2, 3], data: ByteBuffer(string: "move e4")),
             .relayed(from: 9, data: ByteBuffer(string: "move e5")),
             .drop(peerID: 42),
+            .channel(SessionChannel.groupVoice, ByteBuffer(bytes: [0x14, 1, 2])),
+            .channelRelay(to: [1, 2], channel: 200, data: ByteBuffer(string: "voice")),
+            .channelRelayed(from: 9, channel: 1, data: ByteBuffer()),
         ]
         for message in messages {
             #expect(try SessionMessage.decode(message.encode()) == message)
@@ -68,6 +71,14 @@ struct SessionWireTests {
         #expect(throws: SessionWireError.tooManyPeers(65535)) { try SessionMessage.decode(ByteBuffer(bytes: [1, 0xFF, 0xFF])) }
         #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [4, 0, 3, 0, 0, 0, 1])) }
         #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [2, 0, 0, 0, 1, 10, 65])) }
+        // Channel messages: the application's channel (0) has messages of its own.
+        #expect(throws: SessionWireError.invalidChannel) { try SessionMessage.decode(ByteBuffer(bytes: [7, 0, 1])) }
+        #expect(throws: SessionWireError.invalidChannel) { try SessionMessage.decode(ByteBuffer(bytes: [8, 0, 0, 0])) }
+        #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [7])) }
+        #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [8, 1, 0, 2, 0, 0, 0, 1])) }
+        #expect(throws: SessionWireError.tooManyPeers(2000)) { try SessionMessage.decode(ByteBuffer(bytes: [8, 1, 0x07, 0xD0])) }
+        #expect(throws: SessionWireError.truncated) { try SessionMessage.decode(ByteBuffer(bytes: [9, 1, 0, 0])) }
+        #expect(throws: SessionWireError.unknownType(10)) { try SessionMessage.decode(ByteBuffer(bytes: [10])) }
         #expect(throws: SessionWireError.unsupportedVersion(2)) { try SessionHello.decode(ByteBuffer(bytes: [2] + [UInt8](repeating: 0, count: 20))) }
         #expect(throws: SessionWireError.truncated) { try SessionHello.decode(ByteBuffer(bytes: [1, 0, 0])) }
         #expect(throws: SessionWireError.truncated) { try SessionWelcome.decode(ByteBuffer(bytes: [1, 0, 0, 0, 1, 5, 65])) }

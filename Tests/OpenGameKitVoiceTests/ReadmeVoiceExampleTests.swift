@@ -73,4 +73,36 @@ struct ReadmeVoiceExampleTests {
         #expect(ann.last?.hasSuffix(" ended: Voice from the other participant stopped arriving.") == true, "\(result.lines)")
         #expect(result.lines(tagged: "S") == ["0"], "\(result.lines)")
     }
+
+    /// The group voice example (Tests/ReadmeExamples/GroupVoice) as four processes of one
+    /// session: each joins the others' call; one is killed with SIGKILL and the other three see
+    /// it leave (their sessions lose it after the example's 5 s disconnect timeout).
+    @Test func theGroupVoiceExampleJoinsFourAndLosesOneKilled() async throws {
+        let server = try PrivatePulseAudioServer(nullSinks: ["speaker"])
+        defer { server.stop() }
+        let waitLong = { (text: String, file: String) in
+            "for i in $(seq 800); do grep -qF -- '\(text)' \(file) 2>/dev/null && break; sleep 0.05; done"
+        }
+        let result = try await SandboxScript.run("""
+            export PULSE_SERVER=\(server.address)
+            d=$(mktemp -d)
+            id=readme-group-$RANDOM
+            for n in Ann Bob Cat Dan; do timeout 90 stdbuf -oL gk-readme-group-voice $id $n > $d/$n 2>&1 & echo $! > $d/$n.pid; done
+            for n in Ann Bob Cat Dan; do \(waitLong("4 in the call", "$d/$n")); done
+            # The program itself (timeout's child), not timeout.
+            kill -KILL $(pgrep -P $(cat $d/Dan.pid))
+            for n in Ann Bob Cat; do \(waitLong("Dan left: 3 in the call", "$d/$n")); done
+            kill $(cat $d/Ann.pid) $(cat $d/Bob.pid) $(cat $d/Cat.pid); wait 2>/dev/null
+            for n in Ann Bob Cat Dan; do sed "s/^/$n /" $d/$n; done; rm -rf $d
+            """, timeout: 120)
+        for name in ["Ann", "Bob", "Cat"] {
+            let lines = result.lines(tagged: name)
+            let others = Set(["Ann", "Bob", "Cat", "Dan"]).subtracting([name])
+            let joined = lines.filter { $0.contains(" joined: ") }
+            #expect(Set(joined.compactMap { $0.split(separator: " ").first.map(String.init) }) == others, "\(name): \(lines)")
+            #expect(joined.contains { $0.hasSuffix("joined: 4 in the call") }, "\(name): \(lines)")
+            #expect(lines.contains("Dan left: 3 in the call"), "\(name): \(lines)")
+        }
+        #expect(result.lines(tagged: "Dan").contains { $0.hasSuffix("joined: 4 in the call") }, "\(result.lines)")
+    }
 }

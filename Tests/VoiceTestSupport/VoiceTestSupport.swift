@@ -64,6 +64,20 @@ public enum VoiceTestSupport {
         return 10 * log10(max(2 * meanSquare, 1e-12))
     }
 
+    /// Level in dB (as ``level(_:)``) of the `frequency` Hz component of a signal (Goertzel).
+    public static func toneLevel(_ samples: ArraySlice<Int16>, frequency: Double) -> Double {
+        let coefficient = 2 * cos(2 * .pi * frequency / Double(rate))
+        var (previous, beforePrevious) = (0.0, 0.0)
+        for sample in samples {
+            let current = Double(sample) / 32768 + coefficient * previous - beforePrevious
+            (beforePrevious, previous) = (previous, current)
+        }
+        let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+        // A sine of amplitude A gives power (A·N/2)²; its meter reading is 20·log10(A).
+        let amplitude = 2 * power.squareRoot() / Double(max(1, samples.count))
+        return 20 * log10(max(amplitude, 1e-6))
+    }
+
     /// Frames of `samples` (the last padded with silence).
     public static func frames(_ samples: [Int16], size: Int = VoiceFormat.standard.samplesPerFrame) -> [[Int16]] {
         stride(from: 0, to: samples.count, by: size).map {

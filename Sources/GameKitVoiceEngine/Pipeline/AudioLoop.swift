@@ -1,9 +1,18 @@
 import Foundation
 
-/// Drives a `VoiceEngine` from audio devices on a thread of its own: read a microphone frame,
+/// What an `AudioLoop` drives: one microphone frame in, one loudspeaker frame out
+/// (`VoiceEngine`, `GroupVoiceEngine`).
+public protocol VoiceFrameProcessor: AnyObject, Sendable {
+    /// The frame format.
+    var format: VoiceFormat { get }
+    /// Processes one microphone frame at time `now` and returns the frame for the loudspeaker.
+    func process(microphone: [Int16], atMilliseconds now: Int64) throws(VoiceEngineError) -> [Int16]
+}
+
+/// Drives a voice engine from audio devices on a thread of its own: read a microphone frame,
 /// process it, play the returned frame, repeat, until stopped or the microphone ends.
 public final class AudioLoop: @unchecked Sendable {
-    private let engine: VoiceEngine
+    private let engine: any VoiceFrameProcessor
     private let capture: AudioCaptureDevice
     private let playback: AudioPlaybackDevice
     private let clock: VoiceClock
@@ -15,7 +24,7 @@ public final class AudioLoop: @unchecked Sendable {
     private var frames = 0
 
     /// A loop for `engine` between `capture` and `playback`, timing arrivals with `clock`.
-    public init(engine: VoiceEngine, capture: AudioCaptureDevice, playback: AudioPlaybackDevice, clock: VoiceClock = MonotonicVoiceClock()) {
+    public init(engine: any VoiceFrameProcessor, capture: AudioCaptureDevice, playback: AudioPlaybackDevice, clock: VoiceClock = MonotonicVoiceClock()) {
         self.engine = engine
         self.capture = capture
         self.playback = playback

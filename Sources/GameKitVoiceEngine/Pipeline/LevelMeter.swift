@@ -26,15 +26,27 @@ public struct LevelMeter: Sendable {
         return max(Self.floor, Float(10 * log10(2 * meanSquare)))
     }
 
-    /// Takes in one frame.
-    public mutating func measure(_ frame: [Int16]) {
-        guard !frame.isEmpty else { return }
+    /// One frame's level in dBFS, unsmoothed (the floor for silence or no samples).
+    public static func level(of frame: [Int16]) -> Float {
+        let meanSquare = self.meanSquare(of: frame)
+        guard meanSquare > 0 else { return floor }
+        return max(floor, Float(10 * log10(2 * meanSquare)))
+    }
+
+    private static func meanSquare(of frame: [Int16]) -> Double {
+        guard !frame.isEmpty else { return 0 }
         var sum = 0.0
         for sample in frame {
             let x = Double(sample) / 32768
             sum += x * x
         }
-        let frameMeanSquare = sum / Double(frame.count)
+        return sum / Double(frame.count)
+    }
+
+    /// Takes in one frame.
+    public mutating func measure(_ frame: [Int16]) {
+        guard !frame.isEmpty else { return }
+        let frameMeanSquare = Self.meanSquare(of: frame)
         if !primed {
             meanSquare = frameMeanSquare
             primed = true

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A full-duplex voice stream: the microphone goes out as packets, packets come back as audio for
-/// the loudspeaker, with echo cancellation between the two.
+/// the loudspeaker, with echo cancellation between the two (a `GroupVoiceEngine` with one other
+/// participant).
 ///
 /// The engine does no I/O and keeps no time of its own: the caller hands it one microphone frame
 /// at a time (`process(microphone:atMilliseconds:)`, which returns the loudspeaker's frame) and
@@ -48,118 +49,68 @@ public final class VoiceEngine: @unchecked Sendable {
         public var packetsWithCopies = 0
     }
 
-    private let lock = NSLock()
-    private let configuration: Configuration
-    private let sender: VoiceSender
-    private let receiver: VoiceReceiver
-    private let canceller: EchoCanceller
-    private let send: @Sendable ([UInt8]) -> Void
-    private var framesSinceReport = 0
-    private var statistics = Statistics()
+    /// The far side, as the group engine underneath numbers it.
+    private static let remote: GroupVoiceEngine.ParticipantID = 1
+    private let group: GroupVoiceEngine
 
     /// Creates an engine; `send` is called (outside the engine's lock) with every packet to send.
     public init(configuration: Configuration = Configuration(), send: @escaping @Sendable ([UInt8]) -> Void)
         throws(VoiceEngineError)
     {
-        guard configuration.jitter.format == configuration.format else {
-            throw .invalidConfiguration("the jitter buffer's frames differ from the engine's")
-        }
-        guard configuration.reportIntervalFrames > 0 else { throw .invalidConfiguration("report interval") }
-        self.configuration = configuration
-        sender = try VoiceSender(format: configuration.format, settings: configuration.opus)
-        receiver = try VoiceReceiver(jitter: configuration.jitter)
-        canceller = try configuration.echoCanceller.make(echoDelayHintMilliseconds: configuration.echoDelayHintMilliseconds)
-        self.send = send
+        group = try GroupVoiceEngine(localParticipant: 0, configuration: configuration) { packet, _ in send(packet) }
+        try group.add(Self.remote)
     }
 
     /// The frame format.
-    public var format: VoiceFormat { configuration.format }
+    public var format: VoiceFormat { group.format }
 
     /// Whether the microphone goes out as silence.
     public var isMicrophoneMuted: Bool {
-        get { locked { sender.isMuted } }
-        set { locked { sender.isMuted = newValue } }
+        get { group.isMicrophoneMuted }
+        set { group.isMicrophoneMuted = newValue }
     }
 
     /// Gain for the remote audio, 0…1.
     public var remoteVolume: Float {
-        get { locked { receiver.volume } }
-        set { locked { receiver.volume = newValue } }
+        get { group.volume(of: Self.remote) ?? 1 }
+        set { group.setVolume(newValue, of: Self.remote) }
     }
 
     /// The microphone's smoothed level in dBFS (after echo cancellation, before mute).
-    public var inputLevel: Float { locked { sender.meter.level } }
+    public var inputLevel: Float { group.inputLevel }
     /// The played audio's smoothed level in dBFS (after volume).
-    public var outputLevel: Float { locked { receiver.meter.level } }
+    public var outputLevel: Float { group.outputLevel }
 
     /// A snapshot of the counters.
     public var currentStatistics: Statistics {
-        locked {
-            var snapshot = statistics
-            snapshot.packetsSent = sender.packetsSent
-            snapshot.jitter = receiver.jitterStatistics
-            snapshot.receiver = receiver.statistics
-            snapshot.targetDelayMilliseconds = receiver.targetDelayMilliseconds
-            snapshot.bufferedMilliseconds = receiver.bufferedMilliseconds
-            snapshot.expectedLossPercent = sender.expectedLossPercent
-            snapshot.burstCover = sender.burstCover
-            snapshot.packetsWithCopies = sender.packetsWithCopies
-            return snapshot
-        }
+        let all = group.currentStatistics
+        let remote = all.participants[Self.remote] ?? GroupVoiceEngine.ParticipantStatistics()
+        var snapshot = Statistics()
+        snapshot.packetsSent = all.packetsSent
+        snapshot.reportsSent = all.reportsSent
+        snapshot.packetsReceived = remote.packetsReceived
+        snapshot.reportsReceived = remote.reportsReceived
+        snapshot.rejectedPackets = all.rejectedPackets
+        snapshot.jitter = remote.jitter
+        snapshot.receiver = remote.receiver
+        snapshot.targetDelayMilliseconds = remote.targetDelayMilliseconds
+        snapshot.bufferedMilliseconds = remote.bufferedMilliseconds
+        snapshot.expectedLossPercent = all.expectedLossPercent
+        snapshot.lastReportedLossPercent = remote.lastReportedLossPercent
+        snapshot.burstCover = all.burstCover
+        snapshot.packetsWithCopies = all.packetsWithCopies
+        return snapshot
     }
 
     /// Takes a packet from the other side. Malformed packets are counted and dropped.
     public func receive(_ bytes: [UInt8], atMilliseconds now: Int64) {
-        locked {
-            guard let packet = try? VoicePacket(decoding: bytes) else {
-                statistics.rejectedPackets += 1
-                return
-            }
-            switch packet {
-            case .audio, .redundantAudio:
-                statistics.packetsReceived += 1
-                receiver.receive(packet, atMilliseconds: now)
-            case .report(let loss, _, _, _, let cover):
-                statistics.reportsReceived += 1
-                statistics.lastReportedLossPercent = Int(loss)
-                sender.apply(reportedLossPercent: Int(loss), burstCover: Int(cover))
-            }
-        }
+        group.receive(bytes, from: Self.remote, atMilliseconds: now)
     }
 
     /// Processes one microphone frame at time `now` and returns the frame for the loudspeaker.
     public func process(microphone: [Int16], atMilliseconds now: Int64) throws(VoiceEngineError) -> [Int16] {
-        let samples = configuration.format.samplesPerFrame
-        guard microphone.count == samples else { throw .wrongFrameSize(expected: samples, got: microphone.count) }
-        var outgoing: [[UInt8]] = []
-        let speaker: [Int16]
-        lock.lock()
-        do {
-            defer { lock.unlock() }
-            speaker = receiver.pull()
-            var cleaned = [Int16]()
-            cleaned.reserveCapacity(samples)
-            let step = canceller.frameSize
-            for start in stride(from: 0, to: samples, by: step) {
-                let near = Array(microphone[start..<start + step])
-                let far = Array(speaker[start..<start + step])
-                cleaned.append(contentsOf: try canceller.process(near: near, far: far))
-            }
-            if let packet = try sender.send(frame: cleaned) { outgoing.append(packet) }
-            framesSinceReport += 1
-            if framesSinceReport >= configuration.reportIntervalFrames, statistics.packetsReceived > 0 {
-                framesSinceReport = 0
-                outgoing.append(receiver.makeReport().encoded())
-                statistics.reportsSent += 1
-            }
-        }
-        for packet in outgoing { send(packet) }
-        return speaker
-    }
-
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+        try group.process(microphone: microphone, atMilliseconds: now)
     }
 }
+
+extension VoiceEngine: VoiceFrameProcessor {}

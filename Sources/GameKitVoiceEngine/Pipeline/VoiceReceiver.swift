@@ -24,6 +24,9 @@ public final class VoiceReceiver {
     }
     /// The level of what is played (after volume).
     public private(set) var meter = LevelMeter()
+    /// The level of the last frame pulled before volume (what the far side sent, for telling
+    /// who is speaking), dBFS.
+    public private(set) var frameLevel = LevelMeter.floor
     public private(set) var statistics = Statistics()
 
     /// Creates a receiver with a jitter buffer configured by `jitter`.
@@ -88,6 +91,7 @@ public final class VoiceReceiver {
         }
         var frame = Array(pending[0..<count])
         pending.removeFirst(count)
+        frameLevel = LevelMeter.level(of: frame)
         applyGain(volume, to: &frame)
         meter.measure(frame)
         return frame

@@ -13,8 +13,9 @@ public final class VoiceSender {
     private let format: VoiceFormat
     private var sequence: UInt16
     private var timestamp: UInt32
-    /// The latest reported losses, oldest first.
-    private var recentLoss: [Int] = []
+    /// Each receiver's latest reported losses, oldest first, and the cover it asks for.
+    private var recentLoss: [UInt32: [Int]] = [:]
+    private var askedCover: [UInt32: Int] = [:]
     /// The copies' encoder, while cover is asked for, and its recent frames (newest last).
     private var copyEncoder: OpusVoiceEncoder?
     private var recentCopies: [(timestamp: UInt32, payload: [UInt8])] = []
@@ -77,11 +78,30 @@ public final class VoiceSender {
 
     /// Takes a receiver report: the encoder plans for the highest loss of the recent reports, up
     /// to the ceiling; packets cover `burstCover` frames back (0 or 1: no copies; at most 3).
-    public func apply(reportedLossPercent: Int, burstCover: Int = 0) {
-        recentLoss.append(max(0, reportedLossPercent))
-        if recentLoss.count > settings.lossHoldReports { recentLoss.removeFirst(recentLoss.count - settings.lossHoldReports) }
-        encoder.expectedLossPercent = min(recentLoss.max() ?? 0, settings.maximumExpectedLossPercent)
-        let cover = settings.burstRedundancy && burstCover >= 2 ? min(burstCover, Int(VoicePacket.maximumBurstCover)) : 0
+    /// With several receivers (a group call, `receiver` tells them apart) one stream serves all,
+    /// so it is planned for the worst: the highest loss and the deepest cover any asks for.
+    public func apply(reportedLossPercent: Int, burstCover: Int = 0, from receiver: UInt32 = 0) {
+        var losses = recentLoss[receiver, default: []]
+        losses.append(max(0, reportedLossPercent))
+        if losses.count > settings.lossHoldReports { losses.removeFirst(losses.count - settings.lossHoldReports) }
+        recentLoss[receiver] = losses
+        askedCover[receiver] = burstCover
+        plan()
+    }
+
+    /// Forgets a receiver that left: its reports no longer shape the stream.
+    public func forget(receiver: UInt32) {
+        let known = recentLoss.removeValue(forKey: receiver) != nil
+        guard askedCover.removeValue(forKey: receiver) != nil || known else { return }
+        plan()
+    }
+
+    private func plan() {
+        // With no receiver reporting (all left), back to the loss planned for at the start.
+        let worstLoss = recentLoss.isEmpty ? settings.initialExpectedLossPercent : recentLoss.values.compactMap { $0.max() }.max() ?? 0
+        encoder.expectedLossPercent = min(worstLoss, settings.maximumExpectedLossPercent)
+        let asked = askedCover.values.max() ?? 0
+        let cover = settings.burstRedundancy && asked >= 2 ? min(asked, Int(VoicePacket.maximumBurstCover)) : 0
         self.burstCover = cover
         if cover == 0 {
             copyEncoder = nil

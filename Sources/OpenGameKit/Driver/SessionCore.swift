@@ -52,11 +52,17 @@ final class SessionCore: @unchecked Sendable {
     /// Each peer's last failed connection attempt, for a wait that wakes after it (the reason
     /// is thrown rather than a bare "connection failed"); cleared when an awaited attempt starts.
     var lastFailures: [UInt32: GKSessionError] = [:]
+    /// Who takes the data of each library channel (``SessionChannel``); data on a channel
+    /// nobody takes is dropped.
+    var channelReceivers: [UInt8: ChannelReceiver] = [:]
     /// The online room and the LAN sightings merged with it (SessionCore+Online.swift), and a
     /// session failure's reason waiting to be delivered.
     var online = OnlineState()
     /// The configuration's online room, or the one the picker chose before the session started.
     var onlineSettings: GKSession.Configuration.Online?
+
+    /// Takes a library channel's data and the peer it came from, on the transport's event loop.
+    typealias ChannelReceiver = @Sendable (ByteBuffer, UInt32) -> Void
 
     /// What the notifications of one batch need besides themselves.
     struct DeliveryContext: Sendable {
@@ -390,7 +396,17 @@ final class SessionCore: @unchecked Sendable {
 
     private func handle(_ event: TransportEvent) {
         var resumed: [CheckedContinuation<WaitOutcome, Never>] = []
+        var channelData: [SessionChannelDelivery] = []
+        var receivers: [UInt8: ChannelReceiver] = [:]
+        defer {
+            // Outside the lock: a receiver may call the session (to answer, for one).
+            for delivery in channelData { receivers[delivery.channel]?(delivery.data, delivery.from) }
+        }
         try? self.perform { machine throws(GKSessionError) in
+            defer {
+                channelData = machine.takeChannelDeliveries()
+                if !channelData.isEmpty { receivers = self.channelReceivers }
+            }
             switch event {
             case .connectionRequest(let request):
                 machine.handleConnectionRequest(request)

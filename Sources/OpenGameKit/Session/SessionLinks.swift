@@ -32,6 +32,14 @@ enum SessionNotification: Sendable, Equatable {
     case failed(GKSessionError.Code)
 }
 
+/// Data that arrived on one of the library's channels (``SessionChannel``).
+struct SessionChannelDelivery: Sendable, Equatable {
+    var channel: UInt8
+    var data: ByteBuffer
+    var from: UInt32
+    var mode: SendMode
+}
+
 /// How a connected peer is reached.
 enum SessionRoute: Sendable, Equatable {
     /// Over a link of this session's own.

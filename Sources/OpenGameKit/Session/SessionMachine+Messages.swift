@@ -6,8 +6,10 @@ extension SessionMachine {
 
     /// `send(_:toPeers:with:)`: all destinations get the data or none does. Directly connected
     /// peers get a data message; peers reached through a server get one relay message per server.
-    mutating func send(_ data: ByteBuffer, to destinations: [UInt32], mode: SendMode) throws(GKSessionError) {
-        let batch = try self.plan(data, to: destinations, mode: mode)
+    mutating func send(
+        _ data: ByteBuffer, to destinations: [UInt32], mode: SendMode, channel: UInt8 = SessionChannel.application
+    ) throws(GKSessionError) {
+        let batch = try self.plan(data, to: destinations, mode: mode, channel: channel)
         do {
             try self.links.send(batch, mode: mode)
         } catch {
@@ -17,7 +19,9 @@ extension SessionMachine {
 
     /// The messages that carry `data` to `destinations`, checked: every destination connected,
     /// nothing waiting ahead of reliable data.
-    func plan(_ data: ByteBuffer, to destinations: [UInt32], mode: SendMode) throws(GKSessionError) -> [(message: ByteBuffer, link: LinkID)] {
+    func plan(
+        _ data: ByteBuffer, to destinations: [UInt32], mode: SendMode, channel: UInt8 = SessionChannel.application
+    ) throws(GKSessionError) -> [(message: ByteBuffer, link: LinkID)] {
         guard !destinations.isEmpty else { throw GKSessionError(.invalidParameterError, "The list of peers to send to is empty.") }
         var direct: [LinkID] = []
         var relayed: [UInt32: (link: LinkID, peers: [UInt32])] = [:]
@@ -42,13 +46,13 @@ extension SessionMachine {
         // Encoded once: every direct peer's message shares one buffer (the transport copies it
         // into each link's send stream, as it must keep it for retransmission anyway).
         if !direct.isEmpty {
-            let encoded = SessionMessage.encodedData(data)
+            let encoded = channel == SessionChannel.application ? SessionMessage.encodedData(data) : SessionMessage.channel(channel, data).encode()
             for link in direct { batch.append((encoded, link)) }
         }
         for (_, route) in relayed.sorted(by: { $0.key < $1.key }) {
             for chunk in stride(from: 0, to: route.peers.count, by: SessionMessage.maximumPeers) {
                 let peers = Array(route.peers[chunk..<min(chunk + SessionMessage.maximumPeers, route.peers.count)])
-                batch.append((SessionMessage.relay(to: peers, data: data).encode(), route.link))
+                batch.append((SessionMessage.relaying(data, to: peers, channel: channel).encode(), route.link))
             }
         }
         if mode == .reliable, let full = batch.first(where: { self.outboxes[$0.link]?.isEmpty == false }) {
@@ -139,6 +143,8 @@ extension SessionMachine {
         switch message {
         case .data(let data):
             self.notify(.received(data, from: sender, mode: mode))
+        case .channel(let channel, let data):
+            self.channelInbox.append(.init(channel: channel, data: data, from: sender, mode: mode))
         case .roster(let entries):
             guard self.identity.mode != .server else { return self.statistics.malformedMessages += 1 }
             for entry in entries { self.relayedPeerJoined(entry, via: sender) }
@@ -150,12 +156,15 @@ extension SessionMachine {
             self.peers[peerID]!.relayServer = nil
             self.reconcile(peerID)
         case .relay(let destinations, let data):
-            guard self.identity.mode == .server else { return self.statistics.malformedMessages += 1 }
-            guard self.relays else { return self.statistics.relayDropped += 1 }
-            self.relay(data, from: sender, to: destinations, mode: mode)
+            self.handleRelay(data, from: sender, to: destinations, mode: mode, channel: SessionChannel.application)
+        case .channelRelay(let destinations, let channel, let data):
+            self.handleRelay(data, from: sender, to: destinations, mode: mode, channel: channel)
         case .relayed(let source, let data):
             guard self.peers[source]?.relayServer == sender else { return self.statistics.relayDropped += 1 }
             self.notify(.received(data, from: source, mode: mode))
+        case .channelRelayed(let source, let channel, let data):
+            guard self.peers[source]?.relayServer == sender else { return self.statistics.relayDropped += 1 }
+            self.channelInbox.append(.init(channel: channel, data: data, from: source, mode: mode))
         case .drop(let peerID):
             self.handleDrop(peerID, from: sender)
         }
@@ -172,19 +181,29 @@ extension SessionMachine {
         self.reconcile(peerID)
     }
 
-    /// A server forwards a client's data to the other members named.
-    private mutating func relay(_ data: ByteBuffer, from source: UInt32, to destinations: [UInt32], mode: SendMode) {
+    private mutating func handleRelay(_ data: ByteBuffer, from sender: UInt32, to destinations: [UInt32], mode: SendMode, channel: UInt8) {
+        guard self.identity.mode == .server else { return self.statistics.malformedMessages += 1 }
+        guard self.relays else { return self.statistics.relayDropped += 1 }
+        self.relay(data, from: sender, to: destinations, mode: mode, channel: channel)
+    }
+
+    /// A server forwards a client's data (on a channel) to the other members named.
+    private mutating func relay(_ data: ByteBuffer, from source: UInt32, to destinations: [UInt32], mode: SendMode, channel: UInt8) {
         var seen = Set<UInt32>()
+        let message = SessionMessage.relayed(data, from: source, channel: channel).encode()
         for destination in destinations where seen.insert(destination).inserted {
             if destination == self.identity.peerID {
-                self.notify(.received(data, from: source, mode: mode))
+                if channel == SessionChannel.application {
+                    self.notify(.received(data, from: source, mode: mode))
+                } else {
+                    self.channelInbox.append(.init(channel: channel, data: data, from: source, mode: mode))
+                }
                 continue
             }
             guard destination != source, let link = self.peers[destination]?.link else {
                 self.statistics.relayDropped += 1
                 continue
             }
-            let message = SessionMessage.relayed(from: source, data: data).encode()
             if mode == .reliable {
                 self.enqueue(encoded: message, on: link)
                 self.statistics.relayedMessages += 1

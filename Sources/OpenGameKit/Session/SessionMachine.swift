@@ -58,6 +58,9 @@ struct SessionMachine {
     var statistics = GKSessionStatistics()
 
     private(set) var notifications: [SessionNotification] = []
+    /// What arrived on the library's own channels, for the driver to hand to their receivers
+    /// outside its lock.
+    var channelInbox: [SessionChannelDelivery] = []
     var discoveryCommands: [SessionDiscoveryCommand] = []
     private var advertising = false
     private var browsing = false
@@ -72,6 +75,12 @@ struct SessionMachine {
     mutating func takeNotifications() -> [SessionNotification] {
         defer { self.notifications.removeAll(keepingCapacity: true) }
         return self.notifications
+    }
+
+    mutating func takeChannelDeliveries() -> [SessionChannelDelivery] {
+        guard !self.channelInbox.isEmpty else { return [] }
+        defer { self.channelInbox.removeAll() }
+        return self.channelInbox
     }
 
     mutating func takeDiscoveryCommands() -> [SessionDiscoveryCommand] {

@@ -131,4 +131,6 @@ enum SessionWireError: Error, Equatable, Sendable {
     case unknownType(UInt8)
     case tooManyPeers(Int)
     case invalidMode(UInt8)
+    /// A channel message naming the application's channel (0), which has messages of its own.
+    case invalidChannel
 }

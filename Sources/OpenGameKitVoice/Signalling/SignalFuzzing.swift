@@ -4,12 +4,15 @@
 import NIOCore
 
 /// Entry point for fuzzing voice chat's call signalling: the `SignalMessage` codec and the call
-/// state machine that acts on what it decodes. The harness is Fuzz/Sources/VoiceSignalFuzzer.
+/// state machine that acts on what it decodes, and group voice's channel messages. The harness is Fuzz/Sources/VoiceSignalFuzzer.
 @_spi(Fuzzing)
 public enum SignalFuzzingEntryPoints {
     /// Decodes `bytes` as one signalling message; one that decodes must survive a round trip
     /// (the encoder sends candidates best first, so they compare in that order).
+    /// The same bytes are also decoded as a group voice channel message (``GroupVoiceMessage``),
+    /// which must survive a round trip too.
     public static func decode(_ bytes: [UInt8]) {
+        FuzzingRoundTrip.check("GroupVoiceMessage", bytes, decode: { try? GroupVoiceMessage.decode($0) }, encode: { $0.encoded() })
         FuzzingRoundTrip.check(
             "SignalMessage", bytes, decode: { try? SignalMessage.decode($0) }, encode: { $0.encoded() },
             normalized: { message in

@@ -26,8 +26,17 @@ struct VoiceBenchmark: ParsableCommand {
     @Option(help: "Chirps for the mouth-to-ear measurement.")
     var chirps = 20
 
-    @Flag(help: "Skip the PulseAudio mouth-to-ear measurement.")
+    @Flag(help: "Skip the PulseAudio mouth-to-ear measurements.")
     var skipPulse = false
+
+    @Option(name: .customLong("group"), help: "Group call sizes to measure (rows group-N; group-2, a two-party call through the same pipeline, is the anchor).")
+    var groupSizes: [Int] = [2, 4, 8]
+
+    func validate() throws {
+        guard groupSizes.allSatisfy({ (2...GroupVoiceEngine.maximumParticipants + 1).contains($0) }) else {
+            throw ValidationError("--group takes call sizes from 2 to \(GroupVoiceEngine.maximumParticipants + 1)")
+        }
+    }
 
     func run() throws {
         try NetworkSandbox.requireIsolation()
@@ -84,6 +93,8 @@ struct VoiceBenchmark: ParsableCommand {
 
         rows.append(try Self.fullDuplexCPU(speech: speech))
         rows.append(try Self.fullDuplexCPU(speech: speech, burstLoss: true))
+        rows += try GroupVoiceBenchmark.rows(
+            sizes: groupSizes, speech: speech, quality: quality, seed: seed, chirps: skipPulse ? nil : chirps, workspace: workspace)
         if !skipPulse {
             rows.append(try MouthToEar.measure(chirps: chirps, workspace: workspace))
         }
@@ -164,6 +175,24 @@ struct VoiceBenchmark: ParsableCommand {
                 table += "\n"
                 if json { emitJSONLine(line) }
             }
+        }
+        // Group calls: one participant's CPU against the 5 % target; quality and latency against
+        // a two-party call through the same pipeline (group-2).
+        let pair = rows.first { $0["work"] as? String == "group-2" }
+        for row in rows where (row["work"] as? String)?.hasPrefix("group-") == true && row["work"] as? String != "group-2" {
+            guard let work = row["work"] as? String, let cpu = row["cpu_pct"] as? Double else { continue }
+            table += "  -> \(work): \(String(format: "%.2f", cpu)) % of a core per participant, all talking (×\(String(format: "%.2f", cpu / GroupVoiceBenchmark.cpuTargetPercent)) of the 5 % target)"
+            var line: [String: Any] = ["work": work, "impl": "ratio", "cpu_ratio_vs_target": cpu / GroupVoiceBenchmark.cpuTargetPercent]
+            if let pesq = row["pesq_wb"] as? Double, let two = pair?["pesq_wb"] as? Double {
+                table += "; worst listener's PESQ-WB \(String(format: "%.2f", pesq)) vs \(String(format: "%.2f", two)) in two"
+                line["pesq_wb_gain_vs_group_2"] = pesq - two
+            }
+            if let p95 = row["mouth_to_ear_ms_p95"] as? Double, let two = pair?["mouth_to_ear_ms_p95"] as? Double {
+                table += "; mouth-to-ear p95 \(String(format: "%.0f", p95)) vs \(String(format: "%.0f", two)) ms"
+                line["mouth_to_ear_p95_ratio_vs_group_2"] = p95 / two
+            }
+            table += "\n"
+            if json { emitJSONLine(line) }
         }
         (json ? FileHandle.standardError : FileHandle.standardOutput).write(Data(table.utf8))
     }
