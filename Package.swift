@@ -418,6 +418,7 @@ let package = Package(
             name: "OpenGameKitVoiceTests",
             dependencies: [
                 "OpenGameKitVoice", "OpenGameKit", "GameKitTransport", "GameKitTraversal", "GameKitVoiceEngine", "NetworkImpairment", "VoiceTestSupport",
+                "GameKitOnline", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

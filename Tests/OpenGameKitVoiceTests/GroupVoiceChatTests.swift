@@ -1,5 +1,8 @@
+import Crypto
 import Foundation
+@_spi(Machine) import GameKitOnline
 import GameKitVoiceEngine
+import NIOCore
 import NIOConcurrencyHelpers
 import NetworkImpairment
 import OpenGameKit
@@ -150,6 +153,82 @@ struct GroupVoiceChatTests {
     @Test("A server and three clients: the clients' voices go through the server")
     func throughTheServer() async throws {
         try await Self.run(mesh: false)
+    }
+}
+
+/// Group voice where the session's links are not LAN links: members of an online room (every
+/// byte through the rendezvous's relay), and real audio devices (PulseAudio).
+@Suite("GKGroupVoiceChat online and through PulseAudio", .serialized)
+struct GroupVoiceReachTests {
+    @Test("Three members of an online room talk through the room's relay")
+    func onlineRoomThroughTheRelay() async throws {
+        try NetworkSandbox.requireIsolation()
+        let rendezvous = try await RendezvousService.start(
+            at: try SocketAddress(ipAddress: "127.0.0.1", port: 0), configuration: RendezvousConfiguration(), signingKey: Curve25519.Signing.PrivateKey())
+        let delegate = AcceptingDelegate()
+        func member(_ name: String, _ room: GKSession.Configuration.Online.Room) -> GKSession {
+            var configuration = GKSession.Configuration()
+            configuration.online = .init(rendezvous: "127.0.0.1:\(rendezvous.localAddress.port!)", room: room, alsoNearby: false, directPaths: false)
+            let session = GKSession(sessionID: "group-online", displayName: name, sessionMode: .peer, password: nil, configuration: configuration)
+            session.delegateQueue = DispatchQueue(label: name)
+            session.delegate = delegate
+            session.isAvailable = true
+            return session
+        }
+        let host = member("Host", .create)
+        let code = try await host.waitForRoomCode()
+        let sessions = [host, member("Ann", .join(code: code)), member("Bob", .join(code: code))]
+        for (index, session) in sessions.enumerated() {
+            for target in sessions[(index + 1)...] {
+                #expect(await ServiceTests.eventually(20) { session.peers(with: .stateAvailable).contains(target.peerID) })
+                session.connect(toPeer: target.peerID, withTimeout: 10)
+            }
+        }
+        for session in sessions {
+            #expect(await ServiceTests.eventually(20) { session.peers(with: .stateConnected).count == 2 })
+        }
+        #expect(sessions[1].path(forPeer: sessions[2].peerID) == .relayed)
+        let chats = sessions.enumerated().map { GroupVoiceChatTests.chat($0.element, talks: $0.offset == 0).0 }
+        for chat in chats { try chat.start() }
+        let relayedBefore = rendezvous.statistics.relayedBytes
+        for listener in [1, 2] {
+            #expect(await ServiceTests.eventually(20) { (chats[listener].level(ofParticipant: host.peerID) ?? -120) > -25 }, "listener \(listener) hears the host")
+            #expect(await ServiceTests.eventually(20) { chats[listener].activeSpeaker == host.peerID })
+            #expect(Set(chats[listener].participants) == Set(sessions.map { $0.peerID! }).subtracting([sessions[listener].peerID!]))
+        }
+        // Three streams of about 30 kbit/s to two members each, all through the relay.
+        #expect(await ServiceTests.eventually(10) { rendezvous.statistics.relayedBytes > relayedBefore + 50_000 })
+        for chat in chats { chat.stop() }
+        for session in sessions { await session.close() }
+        await rendezvous.stop()
+    }
+
+    @Test("Speech into one member's PulseAudio microphone comes out of the others' speakers, intelligible")
+    func speechThroughPulseAudio() async throws {
+        let server = try PrivatePulseAudioServer(nullSinks: ["m0_mic", "m0_speaker", "m1_mic", "m1_speaker", "m2_mic", "m2_speaker"])
+        defer { server.stop() }
+        let (sessions, _) = try await GroupVoiceChatTests.sessions(3, mesh: true)
+        let memory = MemoryPlaybackDevice()
+        let chats = sessions.enumerated().map { index, session in
+            var configuration = GKGroupVoiceChat.Configuration()
+            configuration.audio = index < 2
+                ? .pulseAudio(source: "m\(index)_mic.monitor", sink: "m\(index)_speaker", server: server.address)
+                : .custom { (try PulseAudioDevice(.capture, device: "m2_mic.monitor", server: server.address), memory) }
+            return GKGroupVoiceChat(session: session, configuration: configuration)
+        }
+        for chat in chats { try chat.start() }
+        for chat in chats { #expect(await ServiceTests.eventually(20) { chat.participants.count == 2 }) }
+        let speech = try VoiceTestSupport.speech()
+        let before = memory.samples.count
+        let received = try VoiceTestSupport.playSpeechAndRecord(server: server, into: "m0_mic", recording: "m1_speaker.monitor")
+        // The third member heard it as well (its speaker is in memory): what it played meanwhile.
+        let third = Array(memory.samples[before...])
+        #expect(try VoiceTestSupport.quality(reference: speech, degraded: received).stoi > 0.6)
+        let loudest = stride(from: 0, to: max(0, third.count - 4800), by: 1600).map { VoiceTestSupport.level(third[$0..<$0 + 4800]) }.max() ?? -120
+        #expect(loudest > -40)
+        #expect(try VoiceTestSupport.quality(reference: speech, degraded: third).stoi > 0.6)
+        for chat in chats { chat.stop() }
+        for session in sessions { await session.close() }
     }
 }
 
