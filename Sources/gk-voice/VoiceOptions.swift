@@ -45,12 +45,17 @@ struct VoiceOptions: ParsableArguments {
         }
         configuration.relayOnly = self.relayOnly
         configuration.pathTimeout = self.pathTimeout
+        configuration.audio = try self.audio()
+        return configuration
+    }
+
+    /// The devices these options name: WAV files, or PulseAudio's source and sink.
+    func audio() throws -> VoiceAudioDevices {
         switch (self.input, self.output) {
-        case (let input?, let output?): configuration.audio = .files(input: input, output: output)
-        case (nil, nil): configuration.audio = .pulseAudio(source: self.source, sink: self.sink)
+        case (let input?, let output?): return .files(input: input, output: output)
+        case (nil, nil): return .pulseAudio(source: self.source, sink: self.sink)
         default: throw ValidationError("--input and --output go together")
         }
-        return configuration
     }
 
     /// A rendezvous's address (`IPV4[:PORT]` or `[IPV6][:PORT]`, port 7878 by default) as a

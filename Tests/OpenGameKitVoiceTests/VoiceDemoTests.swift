@@ -79,4 +79,53 @@ struct VoiceDemoTests {
         let joined = result.objects(tagged: "R").filter { $0["event"] as? String == "member_joined" }
         #expect(Set(joined.compactMap { $0["name"] as? String }) == ["Alice", "Bob"], "\(all)")
     }
+
+    /// `gk-voice group` in four terminals (tmux, in the sandbox): Alice speaks a WAV file, the
+    /// others silence. Everyone is in one call and Bob's screen shows Alice as the active
+    /// speaker; m mutes Bob; then each leaves the way users end programs (Ctrl-C, kill -9, kill,
+    /// closing the terminal) and Bob's screen follows.
+    @Test("gk-voice group in terminals: one call of four, then Ctrl-C, kill -9, kill and a closed terminal")
+    func groupInTerminals() async throws {
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            export TERM=xterm-256color
+            T="tmux -S $d/tmux.sock"
+            trap '$T kill-server 2>/dev/null; rm -rf $d' EXIT
+            scripts/voice-reference $d/say.wav > /dev/null 2>&1
+            sox -n -r 16000 -c 1 -b 16 $d/quiet.wav trim 0 1
+            run() { echo "exec \(SandboxScript.binaries.path)/gk-voice group --session-id tmux-group --name $1 --input $d/$2.wav --output $d/$1.wav --seconds 60 2> $d/$1.err"; }
+            $T new-session -d -s Alice -x 90 -y 20 "$(run Alice say)" < /dev/null > /dev/null 2>&1
+            for n in Bob Carol Dave; do $T new-session -d -s $n -x 90 -y 20 "$(run $n quiet)" < /dev/null > /dev/null 2>&1; done
+            # Targets end in ":" (a session): a bare name may match a window.
+            screen() { $T capture-pane -p -t Bob: 2>/dev/null; }
+            until_bob() { for i in $(seq 300); do screen | grep -qE -- "$1" && return; sleep 0.05; done; echo "TIMEOUT $1"; }
+            until_bob "In the call with 3 others"
+            until_bob "Alice .*◀ active"
+            screen | sed 's/^/FOUR /'
+            $T send-keys -t Bob: m
+            until_bob "Microphone muted"
+            $T send-keys -t Carol: C-c
+            until_bob "In the call with 2 others"
+            screen | sed 's/^/NO-CAROL /'
+            kill -9 $($T list-panes -t Dave: -F '#{pane_pid}')
+            until_bob "In the call with 1 other"
+            screen | sed 's/^/NO-DAVE /'
+            kill $($T list-panes -t Alice: -F '#{pane_pid}')
+            until_bob "Waiting for others"
+            B=$($T list-panes -t Bob: -F '#{pane_pid}')
+            $T kill-session -t Bob:
+            for i in $(seq 100); do st=$(ps -o stat= -p $B 2>/dev/null); [ -z "$st" ] || [ "${st#Z}" != "$st" ] && break; sleep 0.05; done
+            st=$(ps -o stat= -p $B 2>/dev/null); [ -z "$st" ] || [ "${st#Z}" != "$st" ] && echo "BOB GONE"
+            cat $d/*.err
+            """, timeout: 120)
+        #expect(!result.lines.contains { $0.hasPrefix("TIMEOUT") }, "\(result.lines)")
+        let four = result.lines.filter { $0.hasPrefix("FOUR ") }
+        #expect(four.contains { $0.contains("Alice") && $0.contains("◀ active") }, "\(four)")
+        #expect(four.contains { $0.contains("Carol") } && four.contains { $0.contains("Dave") })
+        #expect(!result.lines.filter { $0.hasPrefix("NO-CAROL ") }.contains { $0.contains("Carol") })
+        let noDave = result.lines.filter { $0.hasPrefix("NO-DAVE ") }
+        #expect(!noDave.contains { $0.contains("Dave") } && noDave.contains { $0.contains("Microphone muted") }, "\(noDave)")
+        #expect(result.lines.contains("BOB GONE"), "\(result.lines)")
+    }
 }

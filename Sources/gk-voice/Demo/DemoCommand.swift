@@ -133,7 +133,7 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         self.peerID = peerID
         let name = session.displayName(forPeer: peerID) ?? peerID
         let screen = VoiceScreen()
-        screen.status = VoiceStatus(title: "gk-voice — \(session.displayName!)", status: "Calling \(name)…", path: "—", peerName: name)
+        screen.status = VoiceStatus(title: "gk-voice — \(session.displayName!)", status: "Calling \(name)…", path: "—", volume: 1, meters: [.init(name: name, level: -100)])
         screen.onKey = { [weak self] key in self?.key(key) }
         screen.onQuit = { [weak self] in self?.quit() }
         self.screen = screen
@@ -172,7 +172,7 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         guard let screen = self.screen else { return }
         screen.announce()
         if event == "started" {
-            screen.status.status = "Connected to \(screen.status.peerName)"
+            screen.status.status = "Connected to \(screen.status.meters.first?.name ?? "the peer")"
             return
         }
         // The chat ended or never started: show why for a moment, then back to the picker.
@@ -191,7 +191,7 @@ final class VoiceApp: GKPeerPickerControllerDelegate {
         var status = screen.status
         status.path = self.service.currentPath?.rawValue ?? "—"
         status.inputLevel = self.service.inputMeterLevel
-        status.outputLevel = self.service.outputMeterLevel
+        status.meters[0].level = self.service.outputMeterLevel
         status.muted = self.service.isMicrophoneMuted
         status.volume = self.service.remoteParticipantVolume
         screen.status = status

@@ -3,18 +3,30 @@ import OpenGameKit
 
 /// What the voice screen shows.
 struct VoiceStatus {
+    /// One participant's line: name, level, and a mark ("speaking", "active").
+    struct Meter: Equatable {
+        var name: String
+        var level: Float
+        var mark = ""
+    }
+
     var title = ""
     var status = ""
-    var path = ""
+    /// The media path (two-party calls); nil hides the line.
+    var path: String?
     var inputLevel: Float = -100
-    var outputLevel: Float = -100
-    var peerName = "Peer"
     var muted = false
-    var volume: Float = 1
+    /// The far side's volume (two-party calls); nil hides it.
+    var volume: Float?
+    /// The others, one line each.
+    var meters: [Meter] = []
+    /// The keys line.
+    var help = "m mute · + / - volume · q hang up · Ctrl-C quit"
 }
 
-/// The demo's screen during a chat: status, live meters, the keys. Full screen on a terminal,
-/// a line a second otherwise. Keys (or lines, without a terminal): m, +, -, q.
+/// The demo's screen during a chat (`gk-voice demo`, `gk-voice group`): status, live meters, the
+/// keys. Full screen on a terminal, a line a second otherwise. Keys (or lines, without a
+/// terminal) are the caller's; end of input and Ctrl-C quit.
 @MainActor
 final class VoiceScreen {
     var onKey: ((Character) -> Void)?
@@ -74,23 +86,36 @@ final class VoiceScreen {
         guard self.isOpen else { return }
         let s = self.status
         let input = s.muted ? "muted" : String(format: "%4.0f dB", s.inputLevel)
-        let output = String(format: "%4.0f dB", s.outputLevel)
+        let level = { (value: Float) in String(format: "%4.0f dB", value) }
         guard self.interactive else {
             // One line a second, and whenever the status text changes.
             guard Date().timeIntervalSince(self.lastLine) >= 1 else { return }
             self.lastLine = Date()
-            TerminalScreen.shared.write("voice: \(s.status) · path \(s.path) · you \(input) · \(s.peerName) \(output) · volume \(Int(s.volume * 100))%\n")
+            var line = "voice: \(s.status)"
+            if let path = s.path { line += " · path \(path)" }
+            line += " · you \(input)"
+            for meter in s.meters { line += " · \(meter.name) \(level(meter.level))\(meter.mark.isEmpty ? "" : " \(meter.mark)")" }
+            if let volume = s.volume { line += " · volume \(Int(volume * 100))%" }
+            TerminalScreen.shared.write(line + "\n")
             return
         }
-        let (_, columns) = TerminalScreen.shared.size
-        let width = max(10, min(40, columns - 24))
+        let (rows, columns) = TerminalScreen.shared.size
+        let width = max(10, min(40, columns - 34))
+        let name = { (text: String) in String(text.prefix(10)).padding(toLength: 10, withPad: " ", startingAt: 0) }
         var out = "\u{1B}[H\u{1B}[2J\u{1B}[1m \(s.title)\u{1B}[0m"
         out += "\u{1B}[3;2H\(s.status)"
-        out += "\u{1B}[4;2H\u{1B}[2mpath: \(s.path)\u{1B}[0m"
-        out += "\u{1B}[6;2H" + "You".padding(toLength: 10, withPad: " ", startingAt: 0) + " " + (s.muted ? String(repeating: " ", count: width) : Self.bar(s.inputLevel, width: width)) + " \(input)"
-        out += "\u{1B}[7;2H" + String(s.peerName.prefix(10)).padding(toLength: 10, withPad: " ", startingAt: 0) + " " + Self.bar(s.outputLevel, width: width) + " \(output)"
-        out += "\u{1B}[9;2HMicrophone \(s.muted ? "muted" : "on") · volume \(Int((s.volume * 100).rounded()))%"
-        out += "\u{1B}[11;2H\u{1B}[2mm mute · + / - volume · q hang up · Ctrl-C quit\u{1B}[0m\u{1B}[?25l"
+        if let path = s.path { out += "\u{1B}[4;2H\u{1B}[2mpath: \(path)\u{1B}[0m" }
+        out += "\u{1B}[6;2H" + name("You") + " " + (s.muted ? String(repeating: " ", count: width) : Self.bar(s.inputLevel, width: width)) + " \(input)"
+        // As many participants as the terminal has room for.
+        let shown = s.meters.prefix(max(1, rows - 11))
+        for (index, meter) in shown.enumerated() {
+            out += "\u{1B}[\(7 + index);2H" + name(meter.name) + " " + Self.bar(meter.level, width: width) + " \(level(meter.level)) \(meter.mark)"
+        }
+        let below = 8 + shown.count
+        var settings = "Microphone \(s.muted ? "muted" : "on")"
+        if let volume = s.volume { settings += " · volume \(Int((volume * 100).rounded()))%" }
+        out += "\u{1B}[\(below);2H\(settings)"
+        out += "\u{1B}[\(below + 2);2H\u{1B}[2m\(s.help)\u{1B}[0m\u{1B}[?25l"
         TerminalScreen.shared.write(out)
     }
 
