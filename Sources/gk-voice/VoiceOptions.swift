@@ -5,7 +5,31 @@ import GameKitTraversal
 import NetworkImpairment
 import OpenGameKitVoice
 
-/// The options every gk-voice command shares: servers, devices, timing.
+/// The audio devices of every gk-voice command: WAV files or PulseAudio's.
+struct AudioOptions: ParsableArguments {
+    @Option(help: "A 16 kHz mono WAV file to use as the microphone (then silence).")
+    var input: String?
+
+    @Option(help: "A WAV file to write what the others say to (with --input).")
+    var output: String?
+
+    @Option(help: "The PulseAudio source to capture from (default: the server's default).")
+    var source: String?
+
+    @Option(help: "The PulseAudio sink to play to (default: the server's default).")
+    var sink: String?
+
+    /// The devices these options name: WAV files, or PulseAudio's source and sink.
+    func audio() throws -> VoiceAudioDevices {
+        switch (self.input, self.output) {
+        case (let input?, let output?): return .files(input: input, output: output)
+        case (nil, nil): return .pulseAudio(source: self.source, sink: self.sink)
+        default: throw ValidationError("--input and --output go together")
+        }
+    }
+}
+
+/// The options of the two-party commands: servers, devices, timing.
 struct VoiceOptions: ParsableArguments {
     @Option(help: "A STUN server, IPV4-ADDRESS[:PORT] or [IPV6-ADDRESS][:PORT] (repeatable).")
     var stun: [String] = []
@@ -16,17 +40,7 @@ struct VoiceOptions: ParsableArguments {
     @Flag(help: "Send media only through the TURN relay.")
     var relayOnly = false
 
-    @Option(help: "A 16 kHz mono WAV file to use as the microphone (then silence).")
-    var input: String?
-
-    @Option(help: "A WAV file to write the far side's voice to (with --input).")
-    var output: String?
-
-    @Option(help: "The PulseAudio source to capture from (default: the server's default).")
-    var source: String?
-
-    @Option(help: "The PulseAudio sink to play to (default: the server's default).")
-    var sink: String?
+    @OptionGroup var devices: AudioOptions
 
     @Option(help: "Seconds the connectivity checks may take before the app channel is tried.")
     var pathTimeout: Double = 2.5
@@ -45,17 +59,8 @@ struct VoiceOptions: ParsableArguments {
         }
         configuration.relayOnly = self.relayOnly
         configuration.pathTimeout = self.pathTimeout
-        configuration.audio = try self.audio()
+        configuration.audio = try self.devices.audio()
         return configuration
-    }
-
-    /// The devices these options name: WAV files, or PulseAudio's source and sink.
-    func audio() throws -> VoiceAudioDevices {
-        switch (self.input, self.output) {
-        case (let input?, let output?): return .files(input: input, output: output)
-        case (nil, nil): return .pulseAudio(source: self.source, sink: self.sink)
-        default: throw ValidationError("--input and --output go together")
-        }
     }
 
     /// A rendezvous's address (`IPV4[:PORT]` or `[IPV6][:PORT]`, port 7878 by default) as a

@@ -11,39 +11,21 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo", abstract: "The picker, then a voice chat with the chosen peer (the default).")
 
-    @Option(help: "Your display name (default: the host name).")
-    var name: String?
-
     @Option(help: "The session ID: only peers with the same one meet.")
     var sessionID = "gk-voice"
 
-    @Option(help: "A network interface to use (repeatable; default: all, or OGK_DISCOVERY_INTERFACES).")
-    var interface: [String] = []
-
-    @Option(help: "Quit after this many seconds (for scripts).")
-    var seconds: Double?
+    @OptionGroup var session: SessionOptions
 
     @OptionGroup var options: VoiceOptions
-
-    /// `--online [CODE]`, `--rendezvous`, `--online-only`.
-    @OptionGroup var online: OnlineArguments
-
-    func validate() throws {
-        if self.online.rendezvous != nil, !self.online.isOnline {
-            throw ValidationError("--rendezvous goes with --online")
-        }
-    }
 
     @MainActor
     func run() async throws {
         ToolLogging.bootstrap()
         let service: GKVoiceChatService = GKVoiceChatService.default()
         var voice = try self.options.configuration()
-        var configuration = GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface)
-        if self.online.isOnline {
-            let rendezvous = self.online.rendezvousAddresses()
-            let room: GKSession.Configuration.Online.Room = self.online.joinCode.map { .join(code: $0) } ?? .create
-            configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: !self.online.onlineOnly)
+        let configuration = self.session.configuration()
+        if self.session.online.isOnline {
+            let rendezvous = self.session.online.rendezvousAddresses()
             // The rendezvous answers STUN too: the call's media may find a direct path with it
             // (else it goes over the session's connection, through the room's relay).
             if voice.stunServers.isEmpty {
@@ -52,13 +34,13 @@ struct DemoCommand: AsyncParsableCommand {
         }
         service.configuration = voice
         let session: GKSession = GKSession(
-            sessionID: self.sessionID, displayName: self.name, sessionMode: .peer, configuration: configuration)
+            sessionID: self.sessionID, displayName: self.session.name, sessionMode: .peer, configuration: configuration)
         let app = VoiceApp(session: session, service: service)
         // SIGINT, SIGTERM and SIGHUP quit as Ctrl-C on the screen does: the call is hung up,
         // the peers told, the advertisement withdrawn; then the process ends as the signal
         // would have ended it.
         TerminationSignals.handle { _ in MainActor.assumeIsolated { app.quit() } }
-        if let seconds = self.seconds {
+        if let seconds = self.session.seconds {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { MainActor.assumeIsolated { app.quit() } }
         }
         await app.run()

@@ -11,47 +11,27 @@ struct GroupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "group", abstract: "Group voice: everyone of the session nearby (or in an online room) in one call.")
 
-    @Option(help: "Your display name (default: the host name).")
-    var name: String?
-
     @Option(help: "The session ID: only peers with the same one meet.")
     var sessionID = "gk-voice-group"
 
-    @Option(help: "A network interface to use (repeatable; default: all, or OGK_DISCOVERY_INTERFACES).")
-    var interface: [String] = []
+    @OptionGroup var session: SessionOptions
 
-    @Option(help: "Quit after this many seconds (for scripts).")
-    var seconds: Double?
-
-    @OptionGroup var options: VoiceOptions
-
-    /// `--online [CODE]`, `--rendezvous`, `--online-only`.
-    @OptionGroup var online: OnlineArguments
-
-    func validate() throws {
-        if self.online.rendezvous != nil, !self.online.isOnline {
-            throw ValidationError("--rendezvous goes with --online")
-        }
-    }
+    @OptionGroup var devices: AudioOptions
 
     @MainActor
     func run() async throws {
         ToolLogging.bootstrap()
-        var configuration = GKSession.Configuration(interfaceNames: self.interface.isEmpty ? nil : self.interface)
-        if self.online.isOnline {
-            let room: GKSession.Configuration.Online.Room = self.online.joinCode.map { .join(code: $0) } ?? .create
-            configuration.online = .init(rendezvous: self.online.rendezvousAddresses(), room: room, alsoNearby: !self.online.onlineOnly)
-        }
-        let session: GKSession = GKSession(sessionID: self.sessionID, displayName: self.name, sessionMode: .peer, configuration: configuration)
+        let session: GKSession = GKSession(
+            sessionID: self.sessionID, displayName: self.session.name, sessionMode: .peer, configuration: self.session.configuration())
         // A member whose program dies leaves the others' call within 5 s.
         session.disconnectTimeout = 5
         var chatConfiguration = GKGroupVoiceChat.Configuration()
-        chatConfiguration.audio = try self.options.audio()
+        chatConfiguration.audio = try self.devices.audio()
         let app = GroupApp(session: session, chat: GKGroupVoiceChat(session: session, configuration: chatConfiguration))
         // SIGINT, SIGTERM and SIGHUP leave as q does: the others are told, then the process
         // ends as the signal would have ended it.
         TerminationSignals.handle { _ in MainActor.assumeIsolated { app.quit() } }
-        if let seconds = self.seconds {
+        if let seconds = self.session.seconds {
             DispatchQueue.main.asyncAfter(deadline: .now() + seconds) { MainActor.assumeIsolated { app.quit() } }
         }
         try await app.run()
