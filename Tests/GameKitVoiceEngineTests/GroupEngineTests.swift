@@ -173,6 +173,12 @@ struct GroupEngineTests {
         }
         engine.remove(77)  // not there: nothing
         #expect(engine.participantIDs.count == GroupVoiceEngine.maximumParticipants)
+        // Packets queue until a frame or a call takes them in; past the limit the oldest go.
+        let packet = VoicePacket.audio(sequence: 1, timestamp: 320, muted: false, payload: [0x08, 1]).encoded()
+        for _ in 0..<(GroupVoiceEngine.maximumQueuedPackets + 5) { engine.receive(packet, from: 2, atMilliseconds: 0) }
+        let after = engine.currentStatistics
+        #expect(after.droppedArrivals == 5)
+        #expect(after.participants[2]!.packetsReceived == GroupVoiceEngine.maximumQueuedPackets)
     }
 
     @Test("With no participant the microphone still goes out and silence is played")

@@ -36,7 +36,10 @@ final class GroupEventLog: @unchecked Sendable {
     func contains(_ event: GKGroupVoiceChat.Event) -> Bool { all.contains(event) }
 }
 
-/// GKGroupVoiceChat over real sessions on the sandbox's loopback, with devices in memory.
+/// GKGroupVoiceChat over real sessions on the sandbox's loopback, with devices in memory: a
+/// mesh of peers, a relaying server, an online room (every byte through the rendezvous's relay),
+/// and real audio devices (PulseAudio). One test at a time: each runs several engines in real
+/// time.
 @Suite("GKGroupVoiceChat over sessions", .serialized)
 struct GroupVoiceChatTests {
     /// Sessions of one ID, available, with delegates that accept; `mesh`: every peer connects
@@ -55,16 +58,25 @@ struct GroupVoiceChatTests {
             session.isAvailable = true
             return session
         }
-        for (index, session) in sessions.enumerated() {
-            let targets = mesh ? Array(sessions[(index + 1)...]) : (index == 0 ? [] : [sessions[0]])
-            for target in targets {
-                #expect(await ServiceTests.eventually(20) { session.peers(with: .stateAvailable).contains(target.peerID) || session.peers(with: .stateConnected).contains(target.peerID) })
-                session.connect(toPeer: target.peerID, withTimeout: 10)
+        // As an application does: ask each peer seen and not connected or connecting, again
+        // after a failed attempt. (Waiting for each pair to read available in turn failed once
+        // in the full voice pass: under its load a peer can read unavailable for a while, when
+        // a liveness probe goes unanswered in time, though connecting to it works.)
+        let pairs = sessions.indices.flatMap { index in
+            (mesh ? Array((index + 1)..<count) : (index == 0 ? [] : [0])).map { (index, $0) }
+        }
+        let connected = await ServiceTests.eventually(40) {
+            var done = true
+            for (from, to) in pairs {
+                let (session, target) = (sessions[from], sessions[to].peerID!)
+                guard !session.peers(with: .stateConnected).contains(target) else { continue }
+                done = false
+                let seen = session.peers(with: .stateAvailable).contains(target) || session.peers(with: .stateUnavailable).contains(target)
+                if seen { session.connect(toPeer: target, withTimeout: 10) }
             }
+            return done
         }
-        for session in sessions {
-            #expect(await ServiceTests.eventually(20) { session.peers(with: .stateConnected).count == count - 1 }, "\(session.displayName!) connected to all")
-        }
+        #expect(connected, "\(sessions.map { "\($0.displayName!): \($0.peers(with: .stateConnected)!.count) connected" })")
         return (sessions, delegate)
     }
 
@@ -76,6 +88,9 @@ struct GroupVoiceChatTests {
         configuration.audio = .custom {
             (SilentCaptureDevice(talks: talks), speaker)
         }
+        // Devices in memory have no echo: no canceller (its CPU is better left to the other
+        // voice tests running beside these).
+        configuration.engine.echoCanceller = .none
         return (GKGroupVoiceChat(session: session, configuration: configuration), speaker)
     }
 
@@ -154,12 +169,7 @@ struct GroupVoiceChatTests {
     func throughTheServer() async throws {
         try await Self.run(mesh: false)
     }
-}
 
-/// Group voice where the session's links are not LAN links: members of an online room (every
-/// byte through the rendezvous's relay), and real audio devices (PulseAudio).
-@Suite("GKGroupVoiceChat online and through PulseAudio", .serialized)
-struct GroupVoiceReachTests {
     @Test("Three members of an online room talk through the room's relay")
     func onlineRoomThroughTheRelay() async throws {
         try NetworkSandbox.requireIsolation()
@@ -188,7 +198,7 @@ struct GroupVoiceReachTests {
             #expect(await ServiceTests.eventually(20) { session.peers(with: .stateConnected).count == 2 })
         }
         #expect(sessions[1].path(forPeer: sessions[2].peerID) == .relayed)
-        let chats = sessions.enumerated().map { GroupVoiceChatTests.chat($0.element, talks: $0.offset == 0).0 }
+        let chats = sessions.enumerated().map { Self.chat($0.element, talks: $0.offset == 0).0 }
         for chat in chats { try chat.start() }
         let relayedBefore = rendezvous.statistics.relayedBytes
         for listener in [1, 2] {
@@ -207,7 +217,7 @@ struct GroupVoiceReachTests {
     func speechThroughPulseAudio() async throws {
         let server = try PrivatePulseAudioServer(nullSinks: ["m0_mic", "m0_speaker", "m1_mic", "m1_speaker", "m2_mic", "m2_speaker"])
         defer { server.stop() }
-        let (sessions, _) = try await GroupVoiceChatTests.sessions(3, mesh: true)
+        let (sessions, _) = try await Self.sessions(3, mesh: true)
         let memory = MemoryPlaybackDevice()
         let chats = sessions.enumerated().map { index, session in
             var configuration = GKGroupVoiceChat.Configuration()

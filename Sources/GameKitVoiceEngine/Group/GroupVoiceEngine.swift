@@ -51,6 +51,9 @@ public final class GroupVoiceEngine: @unchecked Sendable {
         /// Packets that could not be read, and packets from someone not in the call.
         public var rejectedPackets = 0
         public var unknownParticipantPackets = 0
+        /// Packets dropped unread because more than ``GroupVoiceEngine/maximumQueuedPackets``
+        /// waited (no frame was processed for a while).
+        public var droppedArrivals = 0
         /// The loss the encoder plans its FEC for (the worst participant's), in percent.
         public var expectedLossPercent = 0
         /// How many frames back the packets sent cover against bursts (0: no copies), and how
@@ -70,6 +73,10 @@ public final class GroupVoiceEngine: @unchecked Sendable {
     }
 
     private let lock = NSLock()
+    /// Packets received and not yet taken in, under a lock of their own.
+    private let arrivalLock = NSLock()
+    private var arrivals: [(bytes: [UInt8], participant: ParticipantID, now: Int64)] = []
+    private var droppedArrivals = 0
     private let configuration: VoiceEngine.Configuration
     /// The local participant, as the speaking changes name it.
     public let localParticipant: ParticipantID
@@ -202,25 +209,52 @@ public final class GroupVoiceEngine: @unchecked Sendable {
 
     /// Takes a packet from a participant. Malformed packets, and packets from someone not in the
     /// call, are counted and dropped.
+    ///
+    /// It never waits for a frame being processed (decoding, echo cancellation and encoding hold
+    /// the engine's lock for milliseconds, and the network's event loop must not stall behind
+    /// them): the packet waits in a queue of its own, with its arrival time, and is taken in at
+    /// the start of the next frame or of any other call. At most ``maximumQueuedPackets`` wait;
+    /// beyond that the oldest is dropped and counted.
     public func receive(_ bytes: [UInt8], from participant: ParticipantID, atMilliseconds now: Int64) {
-        locked {
-            guard let entry = participants[participant] else {
-                statistics.unknownParticipantPackets += 1
-                return
-            }
-            guard let packet = try? VoicePacket(decoding: bytes) else {
-                statistics.rejectedPackets += 1
-                return
-            }
-            switch packet {
-            case .audio, .redundantAudio:
-                entry.statistics.packetsReceived += 1
-                entry.receiver.receive(packet, atMilliseconds: now)
-            case .report(let loss, _, _, _, let cover):
-                entry.statistics.reportsReceived += 1
-                entry.statistics.lastReportedLossPercent = Int(loss)
-                sender.apply(reportedLossPercent: Int(loss), burstCover: Int(cover), from: participant)
-            }
+        arrivalLock.lock()
+        defer { arrivalLock.unlock() }
+        if arrivals.count >= Self.maximumQueuedPackets {
+            arrivals.removeFirst()
+            droppedArrivals += 1
+        }
+        arrivals.append((bytes, participant, now))
+    }
+
+    /// The most packets waiting to be taken in (about 2 s of a call of 32).
+    public static let maximumQueuedPackets = 3200
+
+    /// Takes in the packets that arrived since the last call (the engine's lock held).
+    private func takeArrivalsLocked() {
+        arrivalLock.lock()
+        var arrived: [(bytes: [UInt8], participant: ParticipantID, now: Int64)] = []
+        swap(&arrived, &arrivals)
+        statistics.droppedArrivals = droppedArrivals
+        arrivalLock.unlock()
+        for (bytes, participant, now) in arrived { takeLocked(bytes, from: participant, atMilliseconds: now) }
+    }
+
+    private func takeLocked(_ bytes: [UInt8], from participant: ParticipantID, atMilliseconds now: Int64) {
+        guard let entry = participants[participant] else {
+            statistics.unknownParticipantPackets += 1
+            return
+        }
+        guard let packet = try? VoicePacket(decoding: bytes) else {
+            statistics.rejectedPackets += 1
+            return
+        }
+        switch packet {
+        case .audio, .redundantAudio:
+            entry.statistics.packetsReceived += 1
+            entry.receiver.receive(packet, atMilliseconds: now)
+        case .report(let loss, _, _, _, let cover):
+            entry.statistics.reportsReceived += 1
+            entry.statistics.lastReportedLossPercent = Int(loss)
+            sender.apply(reportedLossPercent: Int(loss), burstCover: Int(cover), from: participant)
         }
     }
 
@@ -234,6 +268,7 @@ public final class GroupVoiceEngine: @unchecked Sendable {
         lock.lock()
         do {
             defer { lock.unlock() }
+            takeArrivalsLocked()
             var levels: [(ParticipantID, Float)] = []
             levels.reserveCapacity(order.count + 1)
             var mix = [Int32](repeating: 0, count: samples)
@@ -278,6 +313,7 @@ public final class GroupVoiceEngine: @unchecked Sendable {
     private func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
+        takeArrivalsLocked()
         return try body()
     }
 }
