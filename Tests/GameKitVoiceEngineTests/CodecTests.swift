@@ -200,6 +200,28 @@ struct CodecTests {
         #expect(sender.expectedLossPercent == 0)
     }
 
+    @Test("While the FEC is planned for loss the encoder spends the loss bit rate, and its packets are that much larger")
+    func lossBitRateFollowsTheExpectedLoss() throws {
+        let encoder = try OpusVoiceEncoder()
+        #expect(encoder.expectedLossPercent == 5 && encoder.bitrate == 40_000, "the start plans for 5 %")
+        let speech = VoiceTestSupport.frames(try VoiceTestSupport.speech()).prefix(250)
+        let bytesAt40 = try speech.map { try encoder.encode($0).count }.reduce(0, +)
+        encoder.expectedLossPercent = 0
+        #expect(encoder.bitrate == 32_000)
+        let bytesAt32 = try speech.map { try encoder.encode($0).count }.reduce(0, +)
+        // About 40 against 32 kbit/s (the FEC copies take part of the 40).
+        #expect(Double(bytesAt40) > Double(bytesAt32) * 1.1, "\(bytesAt40) vs \(bytesAt32)")
+        encoder.expectedLossPercent = 3
+        #expect(encoder.bitrate == 40_000)
+        // Without in-band FEC, one rate whatever the loss.
+        var plain = OpusSettings()
+        plain.inBandFEC = false
+        let noFEC = try OpusVoiceEncoder(settings: plain)
+        #expect(noFEC.bitrate == 32_000)
+        noFEC.expectedLossPercent = 10
+        #expect(noFEC.bitrate == 32_000)
+    }
+
     @Test("Settings out of range are refused")
     func settingsAreValidated() {
         var settings = OpusSettings()
@@ -211,6 +233,9 @@ struct CodecTests {
         settings = OpusSettings()
         settings.maximumExpectedLossPercent = 101
         #expect(throws: VoiceEngineError.invalidConfiguration("maximum expected loss 101 %")) { try OpusVoiceEncoder(settings: settings) }
+        settings = OpusSettings()
+        settings.lossBitrate = 600_000
+        #expect(throws: VoiceEngineError.invalidConfiguration("loss bitrate 600000")) { try OpusVoiceEncoder(settings: settings) }
         settings = OpusSettings()
         settings.lossHoldReports = 0
         #expect(throws: VoiceEngineError.invalidConfiguration("loss hold 0 reports")) { try OpusVoiceEncoder(settings: settings) }

@@ -2,8 +2,16 @@ import COpus
 
 /// Opus encoder settings.
 public struct OpusSettings: Sendable, Hashable {
-    /// Target bit rate in bits per second (6,000–510,000). Default 32 kbit/s.
+    /// Target bit rate in bits per second (6,000–510,000) while no loss is expected. Default
+    /// 32 kbit/s.
     public var bitrate: Int = 32_000
+    /// Target bit rate while the encoder plans for loss (in-band FEC on and an expected loss above
+    /// zero), so that the FEC copies' bits come on top of the primary frames rather than out of
+    /// them (libopus otherwise takes them from the primary frame). Default 40 kbit/s: on the
+    /// benchmark's speech at 5 % random loss, 3.77 PESQ-WB at 37 kbit/s against 3.50 at 31 with
+    /// one rate, and 0.19–0.22 more at 10 and 20 % and in bursts; 48 kbit/s gave about 0.2 more
+    /// again for 6 kbit/s more. Set it to `bitrate` to keep one rate.
+    public var lossBitrate: Int = 40_000
     /// In-band forward error correction: each packet also carries a coarse copy of the previous
     /// frame, which the receiver decodes when that frame was lost. Default on.
     public var inBandFEC: Bool = true
@@ -37,8 +45,14 @@ public struct OpusSettings: Sendable, Hashable {
     /// The defaults.
     public init() {}
 
+    /// The target bit rate when the encoder expects `loss` percent.
+    func rate(expectingLoss loss: Int) -> Int {
+        inBandFEC && loss > 0 ? lossBitrate : bitrate
+    }
+
     func validate() throws(VoiceEngineError) {
         guard (6_000...510_000).contains(bitrate) else { throw .invalidConfiguration("bitrate \(bitrate)") }
+        guard (6_000...510_000).contains(lossBitrate) else { throw .invalidConfiguration("loss bitrate \(lossBitrate)") }
         guard (0...10).contains(complexity) else { throw .invalidConfiguration("complexity \(complexity)") }
         guard (0...100).contains(initialExpectedLossPercent) else {
             throw .invalidConfiguration("expected loss \(initialExpectedLossPercent) %")
@@ -62,6 +76,7 @@ private func check(_ code: Int32) throws(VoiceEngineError) {
 public final class OpusVoiceEncoder {
     private let state: OpaquePointer
     private var scratch = [UInt8](repeating: 0, count: opusMaximumPacket)
+    private let settings: OpusSettings
     /// The samples per frame this encoder takes.
     public let samplesPerFrame: Int
 
@@ -73,9 +88,10 @@ public final class OpusVoiceEncoder {
             error == OPUS_OK
         else { throw .opus(code: error, message: String(cString: opus_strerror(error))) }
         self.state = state
+        self.settings = settings
         samplesPerFrame = format.samplesPerFrame
         do {
-            try check(ogk_opus_set_bitrate(state, Int32(settings.bitrate)))
+            try check(ogk_opus_set_bitrate(state, Int32(settings.rate(expectingLoss: settings.initialExpectedLossPercent))))
             try check(ogk_opus_set_inband_fec(state, settings.inBandFEC ? 1 : 0))
             try check(ogk_opus_set_dtx(state, settings.dtx ? 1 : 0))
             try check(ogk_opus_set_complexity(state, Int32(settings.complexity)))
@@ -96,8 +112,16 @@ public final class OpusVoiceEncoder {
             _ = ogk_opus_get_packet_loss_perc(state, &value)
             return Int(value)
         }
-        set { _ = ogk_opus_set_packet_loss_perc(state, Int32(max(0, min(100, newValue)))) }
+        set {
+            let loss = max(0, min(100, newValue))
+            _ = ogk_opus_set_packet_loss_perc(state, Int32(loss))
+            _ = ogk_opus_set_bitrate(state, Int32(settings.rate(expectingLoss: loss)))
+        }
     }
+
+    /// The target bit rate now, in bits per second: ``OpusSettings/lossBitrate`` while the FEC
+    /// is planned for loss, else ``OpusSettings/bitrate``.
+    public var bitrate: Int { settings.rate(expectingLoss: expectedLossPercent) }
 
     /// Encodes one frame. With DTX on, a frame of silence may come back as one or two bytes,
     /// which need not be sent.

@@ -9,11 +9,11 @@ struct VoiceStreamSimulation {
     enum Pipeline: String {
         /// This engine: FEC fed by reports, adaptive jitter buffer.
         case opengamekit
-        /// Plain Opus without FEC and a fixed 80 ms buffer.
+        /// Plain Opus without FEC and a fixed 80 ms buffer, at 32 kbit/s.
         case baseline = "plain-opus-80ms"
-        /// The FEC reference of issue 17: plain Opus with its in-band FEC planned for the loss
-        /// the condition has (set once, as a static application would), a fixed 80 ms buffer
-        /// that always waits for the next packet's copy.
+        /// The FEC reference of issue 17: plain Opus at 32 kbit/s with its in-band FEC planned for
+        /// the loss the condition has (set once, as a static application would), a fixed 80 ms
+        /// buffer that always waits for the next packet's copy.
         case fecReference = "opus-fec-80ms"
     }
 
@@ -36,12 +36,15 @@ struct VoiceStreamSimulation {
             break
         case .baseline:
             opus.inBandFEC = false
+            opus.lossBitrate = opus.bitrate
             opus.burstRedundancy = false
             opus.initialExpectedLossPercent = 0
             jitter.adaptive = false
             jitter.holdForFEC = false
             jitter.initialDelayMilliseconds = 80
         case .fecReference:
+            // Plain Opus: one bit rate whatever the loss.
+            opus.lossBitrate = opus.bitrate
             opus.initialExpectedLossPercent = self.nominalLossPercent
             opus.burstRedundancy = false
             jitter.adaptive = false
