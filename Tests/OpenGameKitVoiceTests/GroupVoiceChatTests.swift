@@ -86,7 +86,7 @@ struct GroupVoiceChatTests {
         let speaker = MemoryPlaybackDevice()
         var configuration = GKGroupVoiceChat.Configuration()
         configuration.audio = .custom {
-            (SilentCaptureDevice(talks: talks), speaker)
+            (TestMicrophone(talks: talks), speaker)
         }
         // Devices in memory have no echo: no canceller (its CPU is better left to the other
         // voice tests running beside these).
@@ -244,7 +244,7 @@ struct GroupVoiceChatTests {
 
 /// A microphone in real time: silence, or (`talks`) a 440 Hz sine at −12.2 dBFS in "words" of
 /// 600 ms with 300 ms pauses, as speech has (a tone that never pauses becomes the noise floor).
-final class SilentCaptureDevice: AudioCaptureDevice, @unchecked Sendable {
+final class TestMicrophone: AudioCaptureDevice, @unchecked Sendable {
     let name = "silence"
     let talks: Bool
     private let pacer = RealTimePacer()

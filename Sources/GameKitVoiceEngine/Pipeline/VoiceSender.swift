@@ -91,8 +91,9 @@ public final class VoiceSender {
 
     /// Forgets a receiver that left: its reports no longer shape the stream.
     public func forget(receiver: UInt32) {
-        let known = recentLoss.removeValue(forKey: receiver) != nil
-        guard askedCover.removeValue(forKey: receiver) != nil || known else { return }
+        // `apply` sets both, so one tells whether the receiver had reported.
+        askedCover[receiver] = nil
+        guard recentLoss.removeValue(forKey: receiver) != nil else { return }
         plan()
     }
 

@@ -15,13 +15,17 @@ import VoiceSimulation
 ///   one core, against the 5 % (`ratio_vs_target`). `cpu_pct_one_talker` is the same
 ///   for the quality run. Both include the simulation's own work (impairment models, copying).
 /// - `mouth_to_ear_ms_p50/p95`: chirps through a private PulseAudio, the talker's capture to
-///   one listener's playback, with all N engines running on their audio devices in this process.
+///   one listener's playback, with all N engines running on their audio devices in this process
+///   (`MouthToEar.engines`; `group-2` is the `mouth-to-ear` row).
 enum GroupVoiceBenchmark {
     /// The ceiling on one participant's share of a core, in percent.
     static let cpuTargetPercent = 5.0
 
+    /// `pairLatency`: the `mouth-to-ear` row already measured (two engines, the same pipeline as
+    /// `group-2`), which `group-2` takes instead of measuring again.
     static func rows(
-        sizes: [Int], speech: [Int16], quality: SpeechQuality, seed: UInt64, chirps: Int?, workspace: String
+        sizes: [Int], speech: [Int16], quality: SpeechQuality, seed: UInt64, chirps: Int?, workspace: String,
+        pairLatency: [String: Any]? = nil
     ) throws -> [[String: Any]] {
         try sizes.map { count in
             let listening = try Self.qualityRun(participants: count, speech: speech, seed: seed)
@@ -38,7 +42,9 @@ enum GroupVoiceBenchmark {
                 "mouth_to_ear_ms_p50": NSNull(), "mouth_to_ear_ms_p95": NSNull(),
             ]
             if let chirps {
-                let latency = try MouthToEar.measure(chirps: chirps, workspace: workspace, impl: "group-\(count)", pipeline: Self.engines(count))
+                let latency = try count == 2 && pairLatency != nil
+                    ? pairLatency!
+                    : MouthToEar.measure(chirps: chirps, workspace: workspace, impl: "group-\(count)", pipeline: MouthToEar.engines(count))
                 row["mouth_to_ear_ms_p50"] = latency["mouth_to_ear_ms_p50"]
                 row["mouth_to_ear_ms_p95"] = latency["mouth_to_ear_ms_p95"]
                 row["chirps_detected"] = latency["detected"]
@@ -96,43 +102,5 @@ enum GroupVoiceBenchmark {
         }
         let seconds = Double(frames * VoiceFormat.standard.frameMilliseconds) / 1000
         return (processCPUSeconds() - start) / Double(count) / seconds * 100
-    }
-
-    /// N engines in this process, each on PulseAudio devices: the talker on the room's left
-    /// channel, one listener playing into its right, the rest on silence and a discarding sink.
-    static func engines(_ count: Int) -> MouthToEar.Pipeline {
-        { address in
-            final class Wiring: @unchecked Sendable {
-                var engines: [GroupVoiceEngine] = []
-            }
-            let wiring = Wiring()
-            let clock = MonotonicVoiceClock()
-            for index in 0..<count {
-                let id = GroupVoiceSimulation.id(index)
-                let engine = try GroupVoiceEngine(localParticipant: id) { packet, destination in
-                    let now = clock.milliseconds()
-                    for (other, engine) in wiring.engines.enumerated() where other != index {
-                        if case .participant(let target) = destination, target != GroupVoiceSimulation.id(other) { continue }
-                        engine.receive(packet, from: id, atMilliseconds: now)
-                    }
-                }
-                for other in 0..<count where other != index { try engine.add(GroupVoiceSimulation.id(other)) }
-                wiring.engines.append(engine)
-            }
-            var devices: [PulseAudioDevice] = []
-            var loops: [AudioLoop] = []
-            for (index, engine) in wiring.engines.enumerated() {
-                let capture = try PulseAudioDevice(.capture, device: index == 0 ? "ogk_mic" : "ogk_silence.monitor", server: address)
-                let playback = try PulseAudioDevice(.playback, device: index == 1 ? "ogk_right" : "ogk_discard", server: address)
-                devices += [capture, playback]
-                loops.append(AudioLoop(engine: engine, capture: capture, playback: playback, clock: clock))
-            }
-            loops.forEach { $0.start() }
-            return {
-                loops.forEach { $0.stop() }
-                loops.forEach { $0.wait() }
-                devices.forEach { $0.close() }
-            }
-        }
     }
 }

@@ -13,35 +13,47 @@ enum MouthToEar {
     /// directions) and returns what stops it.
     typealias Pipeline = @Sendable (_ server: String) throws -> () -> Void
 
-    /// Two voice engines wired back to back in this process.
-    static let engines: Pipeline = { address in
-        final class Peer: @unchecked Sendable { var engine: VoiceEngine? }
-        let peerB = Peer()
-        let configuration = VoiceEngine.Configuration()
-        let a = try VoiceEngine(configuration: configuration) { packet in
-            peerB.engine?.receive(packet, atMilliseconds: MonotonicVoiceClock().milliseconds())
-        }
-        let b = try VoiceEngine(configuration: configuration) { _ in }
-        peerB.engine = b
-        let devices: [PulseAudioDevice] = [
-            try PulseAudioDevice(.capture, device: "ogk_mic", server: address),
-            try PulseAudioDevice(.playback, device: "ogk_discard", server: address),
-            try PulseAudioDevice(.capture, device: "ogk_silence.monitor", server: address),
-            try PulseAudioDevice(.playback, device: "ogk_right", server: address),
-        ]
-        let loops = [
-            AudioLoop(engine: a, capture: devices[0], playback: devices[1]),
-            AudioLoop(engine: b, capture: devices[2], playback: devices[3]),
-        ]
-        loops.forEach { $0.start() }
-        return {
-            loops.forEach { $0.stop() }
-            loops.forEach { $0.wait() }
-            devices.forEach { $0.close() }
+    /// `count` group engines wired to each other in this process, each on PulseAudio devices:
+    /// the talker on `ogk_mic`, one listener playing into `ogk_right`, the rest on silence and a
+    /// discarding sink. Two make a call as `VoiceEngine` runs it (a group engine with one other
+    /// participant).
+    static func engines(_ count: Int = 2) -> Pipeline {
+        { address in
+            final class Wiring: @unchecked Sendable {
+                var engines: [GroupVoiceEngine] = []
+            }
+            let wiring = Wiring()
+            let clock = MonotonicVoiceClock()
+            let id: @Sendable (Int) -> GroupVoiceEngine.ParticipantID = { GroupVoiceEngine.ParticipantID($0 + 1) }
+            for index in 0..<count {
+                let engine = try GroupVoiceEngine(localParticipant: id(index)) { packet, destination in
+                    let now = clock.milliseconds()
+                    for (other, engine) in wiring.engines.enumerated() where other != index {
+                        if case .participant(let target) = destination, target != id(other) { continue }
+                        engine.receive(packet, from: id(index), atMilliseconds: now)
+                    }
+                }
+                for other in 0..<count where other != index { try engine.add(id(other)) }
+                wiring.engines.append(engine)
+            }
+            var devices: [PulseAudioDevice] = []
+            var loops: [AudioLoop] = []
+            for (index, engine) in wiring.engines.enumerated() {
+                let capture = try PulseAudioDevice(.capture, device: index == 0 ? "ogk_mic" : "ogk_silence.monitor", server: address)
+                let playback = try PulseAudioDevice(.playback, device: index == 1 ? "ogk_right" : "ogk_discard", server: address)
+                devices += [capture, playback]
+                loops.append(AudioLoop(engine: engine, capture: capture, playback: playback, clock: clock))
+            }
+            loops.forEach { $0.start() }
+            return {
+                loops.forEach { $0.stop() }
+                loops.forEach { $0.wait() }
+                devices.forEach { $0.close() }
+            }
         }
     }
 
-    static func measure(chirps: Int, workspace: String, impl: String = "opengamekit", pipeline: Pipeline = engines) throws -> [String: Any] {
+    static func measure(chirps: Int, workspace: String, impl: String = "opengamekit", pipeline: Pipeline = engines()) throws -> [String: Any] {
         let rate = VoiceFormat.sampleRate
         let server = try PrivatePulseAudioServer(
             nullSinks: ["ogk_discard", "ogk_silence"],

@@ -93,11 +93,11 @@ struct VoiceBenchmark: ParsableCommand {
 
         rows.append(try Self.fullDuplexCPU(speech: speech))
         rows.append(try Self.fullDuplexCPU(speech: speech, burstLoss: true))
+        let pairLatency = skipPulse ? nil : try MouthToEar.measure(chirps: chirps, workspace: workspace)
         rows += try GroupVoiceBenchmark.rows(
-            sizes: groupSizes, speech: speech, quality: quality, seed: seed, chirps: skipPulse ? nil : chirps, workspace: workspace)
-        if !skipPulse {
-            rows.append(try MouthToEar.measure(chirps: chirps, workspace: workspace))
-        }
+            sizes: groupSizes, speech: speech, quality: quality, seed: seed, chirps: skipPulse ? nil : chirps, workspace: workspace,
+            pairLatency: pairLatency)
+        if let pairLatency { rows.append(pairLatency) }
         report(rows)
     }
 
