@@ -70,13 +70,18 @@ public final class StopCondition: @unchecked Sendable {
         continuation?.resume(returning: why)
     }
 
-    /// Waits for `fire` (or `seconds`); returns why it stopped.
-    public func wait(seconds: Double) async -> String {
-        let timer = Task {
-            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-            self.fire("duration")
+    /// Waits for `fire` (or `seconds`, when given); returns why it stopped. Without a limit (nil)
+    /// it waits for a signal or `fire` alone: a server's default is to run until stopped.
+    public func wait(seconds: Double?) async -> String {
+        let timer = seconds.map { seconds in
+            Task {
+                // A limit beyond what a UInt64 of nanoseconds holds is no limit.
+                guard seconds.isFinite, seconds * 1e9 < Double(UInt64.max) else { return }
+                try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+                self.fire("duration")
+            }
         }
-        defer { timer.cancel() }
+        defer { timer?.cancel() }
         return await withCheckedContinuation { continuation in
             self.lock.lock()
             if let reason = self.reason {

@@ -66,6 +66,7 @@ struct GKRendezvous: AsyncParsableCommand {
         guard self.memberTimeout >= 1, self.roomLifetime >= 1 else { throw ValidationError("--member-timeout and --room-lifetime are at least 1 second") }
         guard (2...64).contains(self.maxMembers) else { throw ValidationError("--max-members is from 2 to 64") }
         guard self.statsInterval > 0 else { throw ValidationError("--stats-interval must be positive") }
+        if let duration = self.duration, !(duration > 0 && duration.isFinite) { throw ValidationError("--duration must be a positive number of seconds") }
     }
 
     func run() async throws {
@@ -123,7 +124,7 @@ struct GKRendezvous: AsyncParsableCommand {
                 JSONLines.line(Self.fields(of: service.statistics))
             }
         }
-        let why = await stop.wait(seconds: self.duration ?? .infinity)
+        let why = await stop.wait(seconds: self.duration)
         statistics.cancel()
         await service.stop()
         // The database's connections are closed, which ends the store's work; it is not waited
