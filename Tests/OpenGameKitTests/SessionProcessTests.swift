@@ -91,6 +91,39 @@ struct SessionProcessTests {
         #expect(stopped?["silent_peers"] as? Int == 2, "\(output)")
     }
 
+    /// A watcher stopped for 6 s (SIGSTOP, then SIGCONT) beside a busy loop finds its live peer
+    /// still there: the answers that waited in its socket count (PROTOCOL §6.6). The same peer
+    /// killed afterwards is reported gone.
+    @Test func aStoppedWatcherOnABusyMachineKeepsItsLivePeerAndStillSeesADeadOneGo() async throws {
+        let result = try await SandboxScript.run(
+            """
+            d=$(mktemp -d)
+            gk-session --session-id stalls --name Watcher --mode peer --seconds 60 --ignore-stdin > $d/w &
+            W=$!
+            gk-session --session-id stalls --name Peer --mode peer --seconds 60 --ignore-stdin > $d/p &
+            P=$!
+            \(Self.await("$d/w", "\"name\":\"Peer\",.*\"state\":\"available\""))
+            timeout 40 sh -c 'while :; do :; done' &
+            B=$!
+            sleep 2
+            kill -STOP $W
+            sleep 6
+            kill -CONT $W
+            # A false verdict would come within 4 s of resuming (three probes and the confirmation).
+            sleep 6
+            \(Self.end)
+            kill -9 $P
+            \(Self.await("$d/w", "\"name\":\"Peer\",.*\"state\":\"unavailable\""))
+            kill $W $B; wait
+            sed 's/^/W /' $d/w; rm -rf $d
+            """)
+        let output = result.lines.joined(separator: "\n")
+        #expect(Self.statesBeforeTheEnd(result, "W", name: "Peer") == ["available"], "\(output)")
+        #expect(Self.states(result, "W", name: "Peer").prefix(2) == ["available", "unavailable"], "\(output)")
+        let stopped = Self.events(result, "W", "stopped").first?["statistics"] as? [String: Any]
+        #expect(stopped?["silent_peers"] as? Int == 1, "\(output)")
+    }
+
     @Test func aWrongPasswordFailsTheConnectionAndTheServerNeverHearsTheRequest() async throws {
         let result = try await SandboxScript.run(
             """

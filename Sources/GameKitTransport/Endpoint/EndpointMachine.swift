@@ -60,6 +60,8 @@ struct EndpointMachine: DatagramMachine {
     /// Probes the peers the application watches.
     var livenessWatcher: LivenessWatcher
     var outbox = Deque<(SocketAddress, ByteBuffer)>()
+    /// Liveness probes to send, each with its watch (told when the probe leaves).
+    var probeOutbox = Deque<(SocketAddress, ByteBuffer, LivenessWatchID)>()
     var events = Deque<TransportEvent>()
     /// Links whose send buffer released space since the driver last looked (it resumes tasks
     /// waiting to write on them, then clears this).
@@ -307,7 +309,7 @@ struct EndpointMachine: DatagramMachine {
         snapshot.livenessProbesSent = UInt64(watcher.probesSent)
         snapshot.livenessAnswersAccepted = UInt64(watcher.answersAccepted)
         snapshot.livenessAnswersIgnored = UInt64(watcher.answersIgnored)
-        snapshot.livenessVerdictsDeferred = UInt64(watcher.verdictsDeferred)
+        snapshot.livenessSuspicionsCleared = UInt64(watcher.suspicionsCleared)
         snapshot.pendingRequests = self.requests.count
         snapshot.unconfirmedLinks = self.accepted.count
         snapshot.pendingInitiations = self.initiators.count
@@ -345,7 +347,7 @@ struct EndpointMachine: DatagramMachine {
             let proberKey = self.livenessResponder.publicKey
             self.livenessWatcher.handleAnswer(
                 datagram, type: type, from: address, now: now, proberKey: proberKey,
-                probe: { address, datagram in self.outbox.append((address, datagram)) },
+                probe: { address, datagram, id in self.probeOutbox.append((address, datagram, id)) },
                 changed: { id, alive in self.events.append(.liveness(id, alive: alive)) })
         }
     }
@@ -405,7 +407,7 @@ struct EndpointMachine: DatagramMachine {
         let proberKey = self.livenessResponder.publicKey
         self.livenessWatcher.handleTimeout(
             now: now, proberKey: proberKey,
-            probe: { address, datagram in self.outbox.append((address, datagram)) },
+            probe: { address, datagram, id in self.probeOutbox.append((address, datagram, id)) },
             changed: { id, alive in self.events.append(.liveness(id, alive: alive)) })
         // In index order everywhere: a seeded run repeats exactly.
         for index in self.initiators.keys.sorted() {
@@ -444,7 +446,25 @@ struct EndpointMachine: DatagramMachine {
     /// link sends all it may before the next link's turn, so that consecutive datagrams share a
     /// destination (which is what segmentation offload batches).
     mutating func pollTransmit(now: NIODeadline, into output: inout ByteBuffer) -> SocketAddress? {
+        var none = NoHeadroom()
+        return self.pollTransmit(now: now, into: &output, headroom: &none)
+    }
+
+    /// As ``pollTransmit(now:into:)``, leaving `headroom`'s bytes free in front of each datagram
+    /// (for a relay's header, written in place by the caller); the datagram returned starts at
+    /// the writer index `output` had before the call.
+    @inline(__always)
+    mutating func pollTransmit<Headroom: TransmitHeadroom>(now: NIODeadline, into output: inout ByteBuffer, headroom: inout Headroom) -> SocketAddress? {
         if let (address, datagram) = self.outbox.popFirst() {
+            headroom.reserve(for: address, in: &output)
+            output.writeImmutableBuffer(datagram)
+            self.statistics.datagramsSent += 1
+            return address
+        }
+        if let (address, datagram, watch) = self.probeOutbox.popFirst() {
+            // A probe's wait for its answer starts when it leaves.
+            self.livenessWatcher.didSend(watch, now: now)
+            headroom.reserve(for: address, in: &output)
             output.writeImmutableBuffer(datagram)
             self.statistics.datagramsSent += 1
             return address
@@ -460,6 +480,8 @@ struct EndpointMachine: DatagramMachine {
                 self.transmitPosition += 1
                 continue
             }
+            let start = output.writerIndex
+            headroom.reserve(for: slot.machine.remoteAddress, in: &output)
             let sent = slot.machine.pollTransmit(now: now, into: &output)
             if !slot.machine.events.isEmpty { self.collectEvents(of: index) }
             self.fileTimer(of: index)
@@ -467,6 +489,7 @@ struct EndpointMachine: DatagramMachine {
                 self.statistics.datagramsSent += 1
                 return slot.machine.remoteAddress
             }
+            output.moveWriterIndex(to: start)
             self.transmitPosition += 1
         }
         self.transmitPosition = 0

@@ -46,8 +46,9 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var livenessAnswersIgnored: UInt64 = 0
     /// Links moved to another of their peer's addresses (PROTOCOL §6.7).
     public var linkMoves: UInt64 = 0
-    /// Silence verdicts put off one interval because this endpoint's own timer fired late.
-    public var livenessVerdictsDeferred: UInt64 = 0
+    /// Silences suspected and then cleared by an answer before their confirmation: answers that
+    /// waited in the socket while this endpoint's process was held up (PROTOCOL §6.6).
+    public var livenessSuspicionsCleared: UInt64 = 0
 
     /// Requests awaiting the application's answer right now (the only per-source handshake state).
     public var pendingRequests: Int = 0

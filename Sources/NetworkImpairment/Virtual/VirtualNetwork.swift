@@ -21,6 +21,9 @@ package struct VirtualNetwork<Host: VirtualHost> {
     package var injected: [Datagram] = []
     /// Sees every datagram as it is delivered, to capture, rewrite, or drop it (false).
     package var interceptor: ((inout Datagram) -> Bool)?
+    /// The routers between the hosts (``VirtualNATs``, ``route(through:)``): rewrite a delivered datagram's addresses
+    /// as they would, or drop it (false). Applied before the ``interceptor``.
+    package var router: ((inout Datagram, NIODeadline) -> Bool)?
     /// When a datagram from each source last reached a host (past the interceptor).
     package var lastDelivered: [Machine.Source: NIODeadline] = [:]
     /// Bottlenecks on hosts' outgoing paths, by host: datagrams leave one after another at the
@@ -34,6 +37,14 @@ package struct VirtualNetwork<Host: VirtualHost> {
     /// must have moved on. One for the transport; mDNS may need more (an answer received while
     /// the network settles can make a probe due at once), as the old discovery link allowed.
     package var timeoutPassesPerInstant = 1
+    /// Hosts held up until an instant (a stopped or starved process): their timers do not run,
+    /// they send nothing, and datagrams to them wait as in a socket's receive buffer.
+    package private(set) var pausedUntil: [Int: NIODeadline] = [:]
+    /// Datagrams that reached a paused host, in arrival order.
+    private var held: [Int: [Datagram]] = [:]
+    /// Whether a resumed host runs its due timers before the datagrams that waited for it: the
+    /// worst order a starved event loop can take (true), or reads first (false).
+    package var timersFirstOnResume = true
 
     package init(start: NIODeadline = .uptimeNanoseconds(1_000_000_000)) {
         self.now = start
@@ -67,8 +78,9 @@ package struct VirtualNetwork<Host: VirtualHost> {
                 return done(self)
             }
             if next > self.now { self.now = next }
+            self.resumeDueHosts()
             var serviced: [Int] = []
-            for index in self.hosts.indices {
+            for index in self.hosts.indices where self.pausedUntil[index] == nil {
                 if let deadline = self.hosts[index].machine.nextDeadline, deadline <= self.now {
                     self.hosts[index].machine.handleTimeout(now: self.now)
                     serviced.append(index)
@@ -99,6 +111,26 @@ package struct VirtualNetwork<Host: VirtualHost> {
         self.settle()
     }
 
+    /// Holds host `index` up for `duration` from now (see ``pausedUntil``).
+    package mutating func pause(_ index: Int, for duration: TimeAmount) {
+        self.pausedUntil[index] = self.now + duration
+    }
+
+    /// Resumes the hosts whose pause has ended: due timers (first, when
+    /// ``timersFirstOnResume``), and the datagrams that waited.
+    private mutating func resumeDueHosts() {
+        for index in self.pausedUntil.keys.sorted() where self.pausedUntil[index]! <= self.now {
+            self.pausedUntil[index] = nil
+            let waiting = self.held.removeValue(forKey: index) ?? []
+            if self.timersFirstOnResume, let deadline = self.hosts[index].machine.nextDeadline, deadline <= self.now {
+                self.hosts[index].machine.handleTimeout(now: self.now)
+            }
+            for datagram in waiting {
+                self.hosts[index].machine.handle(datagram: datagram.bytes, from: datagram.source, now: self.now)
+            }
+        }
+    }
+
     /// Moves everything that can happen at the current instant.
     package mutating func settle() {
         var progressed = true
@@ -107,7 +139,7 @@ package struct VirtualNetwork<Host: VirtualHost> {
             rounds += 1
             precondition(rounds < 1_000_000, "the network never settles at one instant")
             progressed = false
-            for index in self.hosts.indices {
+            for index in self.hosts.indices where self.pausedUntil[index] == nil {
                 progressed = self.hosts[index].act(now: self.now) || progressed
                 progressed = self.transmit(index) || progressed
             }
@@ -123,7 +155,7 @@ package struct VirtualNetwork<Host: VirtualHost> {
                     progressed = true
                 }
             }
-            for index in self.hosts.indices {
+            for index in self.hosts.indices where self.pausedUntil[index] == nil {
                 progressed = self.collectEvents(index) || progressed
             }
         }
@@ -149,11 +181,16 @@ package struct VirtualNetwork<Host: VirtualHost> {
 
     private mutating func deliver(_ datagram: Datagram) {
         var datagram = datagram
+        if let router = self.router, !router(&datagram, self.now) { return }
         if let interceptor = self.interceptor, !interceptor(&datagram) { return }
         var reached = false
         for index in self.hosts.indices where self.hosts[index].accepts(datagram.destination, from: datagram.source) {
             reached = true
-            self.hosts[index].machine.handle(datagram: datagram.bytes, from: datagram.source, now: self.now)
+            if self.pausedUntil[index] != nil {
+                self.held[index, default: []].append(datagram)
+            } else {
+                self.hosts[index].machine.handle(datagram: datagram.bytes, from: datagram.source, now: self.now)
+            }
         }
         if reached { self.lastDelivered[datagram.source] = self.now }
     }
@@ -169,7 +206,9 @@ package struct VirtualNetwork<Host: VirtualHost> {
 
     private func nextEventTime() -> NIODeadline? {
         var next: NIODeadline?
-        for host in self.hosts { next = next.earliest(host.machine.nextDeadline) }
+        for index in self.hosts.indices {
+            next = next.earliest(self.pausedUntil[index] ?? self.hosts[index].machine.nextDeadline)
+        }
         for path in self.paths { next = next.earliest(path.nextDeliveryTime) }
         return next
     }
