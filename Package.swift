@@ -69,10 +69,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Encrypted links over UDP; for an online session, the online layer runs under the
+        // endpoint on the same socket, as one machine (SocketMachine).
         .target(
             name: "GameKitTransport",
             dependencies: [
                 "GameKitMachine",
+                "GameKitOnline",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import GameKitTransport
+@_spi(Machine) import GameKitOnline
+@_spi(Machine) import GameKitTransport
 import MallocInterposerSwift
 import NIOConcurrencyHelpers
 import NIOCore
@@ -15,6 +16,11 @@ import NetworkImpairment
 /// it covers both sides: the send call, sealing, the socket write, the read, opening,
 /// reassembly, the event to the application, and the acknowledgements flowing back. One line of
 /// JSON: `allocations_per_message` (`reliable`, `unreliable`), and the bytes per message.
+///
+/// With `--rendezvous HOST:PORT` the two endpoints are an online session's sockets instead (the
+/// online layer under each endpoint, PROTOCOL §18.8): they meet in a room of that rendezvous
+/// (another process, so that its own allocations are not counted) and the link goes through its
+/// relay, without direct paths: the figure is a relayed datagram's, `path` says which.
 ///
 /// The counter only counts when the interposer is preloaded: `gk-bench transport` and the
 /// allocation test start this command with `LD_PRELOAD` naming `libMallocInterposerSwift.so`
@@ -33,6 +39,9 @@ struct TransportAllocations: AsyncParsableCommand {
     @Option(help: "Measured bursts per mode (after as many for warming up).")
     var bursts = 10
 
+    @Option(help: "Measure through the relay of this rendezvous (HOST:PORT, e.g. a gk-rendezvous in the same sandbox) instead of on the LAN.")
+    var rendezvous: String?
+
     func run() async throws {
         try NetworkSandbox.requireIsolation()
         guard Self.interposerIsPreloaded else {
@@ -40,12 +49,21 @@ struct TransportAllocations: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let arrivals = Arrivals()
-        let receiver = try await TransportEndpoint.bind(host: "127.0.0.1", port: 0) { event in arrivals.handle(event) }
+        let (receiver, sender, destination): (TransportEndpoint, TransportEndpoint, SocketAddress)
+        if let rendezvous = self.rendezvous {
+            (receiver, sender, destination) = try await Self.relayedPair(
+                rendezvous: EndpointArgument.parse(rendezvous, option: "--rendezvous", allowPortZero: false), arrivals: arrivals)
+        } else {
+            receiver = try await TransportEndpoint.bind(host: "127.0.0.1", port: 0) { event in arrivals.handle(event) }
+            sender = try await TransportEndpoint.bind(host: "127.0.0.1", port: 0) { _ in }
+            destination = receiver.localAddress
+        }
         arrivals.endpoint = receiver
-        let sender = try await TransportEndpoint.bind(host: "127.0.0.1", port: 0) { _ in }
-        let link = try await sender.openLink(to: receiver.localAddress).id
+        let link = try await sender.openLink(to: destination).id
         let message = ByteBuffer(repeating: 0x5A, count: self.size)
-        var line: [String: Any] = ["work": "allocations", "size": self.size, "burst": self.burst, "bursts": self.bursts]
+        var line: [String: Any] = [
+            "work": "allocations", "size": self.size, "burst": self.burst, "bursts": self.bursts, "path": self.rendezvous == nil ? "lan" : "relayed",
+        ]
         var perMessage: [String: Any] = [:]
         for mode in [SendMode.reliable, .unreliable] {
             // Warm-up: buffers, dictionaries and the congestion window reach their working sizes.
@@ -68,6 +86,44 @@ struct TransportAllocations: AsyncParsableCommand {
         await sender.shutdown()
         await receiver.shutdown()
         emitJSONLine(line)
+    }
+
+    /// Two online sessions' endpoints in a room of `rendezvous`, each with its relay ready: the
+    /// receiver, the sender, and the receiver's member address (where the sender's link goes).
+    private static func relayedPair(rendezvous: SocketAddress, arrivals: Arrivals) async throws -> (TransportEndpoint, TransportEndpoint, SocketAddress) {
+        func member(_ peer: UInt32, _ request: RoomRequest, onEvent: @escaping @Sendable (TransportEvent) -> Void) async throws
+            -> (TransportEndpoint, AsyncStream<RoomEvent>)
+        {
+            let (events, sink) = AsyncStream.makeStream(of: RoomEvent.self)
+            let online = OnlineMachine.make(
+                rendezvous: [rendezvous], sessionKey: 0xA110_CA7E, request: request,
+                record: MemberRecord(peerID: peer, displayName: "peer \(peer)"), directPaths: false)
+            let endpoint = try await TransportEndpoint.bind(
+                to: SocketAddress(ipAddress: "127.0.0.1", port: 0), online: online, onEvent: onEvent, onRoomEvent: { sink.yield($0) })
+            return (endpoint, events)
+        }
+        /// Waits for the room's code and the relay (and, when `peer` is given, that member).
+        func ready(_ events: AsyncStream<RoomEvent>, member peer: UInt32? = nil) async throws -> RoomCode {
+            var code: RoomCode?
+            var relay = false
+            var seen = peer == nil
+            for await event in events {
+                switch event {
+                case .joined(let joined, _): code = joined
+                case .relayReady: relay = true
+                case .memberJoined(let record) where record.peerID == peer: seen = true
+                case .failed(let error): throw ValidationError("--rendezvous: \(error)")
+                default: break
+                }
+                if let code, relay, seen { return code }
+            }
+            throw ValidationError("--rendezvous: the room ended before the relay was ready")
+        }
+        let (receiver, receiverEvents) = try await member(1, .create) { arrivals.handle($0) }
+        let code = try await ready(receiverEvents)
+        let (sender, senderEvents) = try await member(2, .join(code)) { _ in }
+        _ = try await ready(senderEvents, member: 1)
+        return (receiver, sender, MemberAddress.of(1))
     }
 
     /// Sends one burst and waits for it to arrive (an unreliable message lost on loopback ends

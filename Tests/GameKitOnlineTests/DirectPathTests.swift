@@ -86,23 +86,29 @@ struct DirectPathTests {
         #expect(!bed.network.hosts[1].roomEvents.contains { if case .memberSendsFrom = $0 { true } else { false } })
     }
 
-    @Test("The tenant takes a member's datagrams from every address it nominated or was reached at, until it leaves")
-    func theTenantsMemberSourcesFollowTheRoom() throws {
+    @Test("The online layer takes a member's datagrams from every address it nominated or was reached at, and routes to it, until it leaves")
+    func memberSourcesAndRoutesFollowTheRoom() throws {
         let other = try SocketAddress(ipAddress: "192.0.2.7", port: 7000)
-        var routes = OnlineTenant.Routes()
-        routes.follow(.memberSendsFrom(1, Self.alice))
-        #expect(routes.members == [Self.alice: 1] && routes.direct.isEmpty)
-        routes.follow(.pathChanged(2, .direct(Self.bob)))
-        #expect(routes.direct == [2: Self.bob] && routes.members == [Self.alice: 1, Self.bob: 2])
-        // Back to the relay: Bob may still send from his address for a while.
-        routes.follow(.pathChanged(2, .relayed))
-        #expect(routes.direct.isEmpty && routes.members == [Self.alice: 1, Self.bob: 2])
-        routes.follow(.pathChanged(2, .turn(other)))
-        #expect(routes.turn == [2: other] && routes.direct.isEmpty)
-        routes.follow(.memberLeft(2))
-        #expect(routes.members == [Self.alice: 1] && routes.turn.isEmpty)
-        routes.follow(.left)
-        #expect(routes.members.isEmpty)
+        var bed = try Self.room()
+        let relay = try #require(bed.network.hosts[2].machine.client.room.relay)
+        #expect(bed.network.hosts[2].machine.client.route(MemberAddress.of(1)) == .relay(relay, peer: 1))
+        #expect(bed.network.hosts[2].machine.client.headroom(for: MemberAddress.of(1)) == OnlineMachine.relayHeaderSize)
+        bed.network.hosts[1].toCarry = [(2, ByteBuffer(string: "hello"))]
+        #expect(bed.network.run(for: .seconds(5)) { Self.direct($0.hosts[1], to: 2) != nil && Self.direct($0.hosts[2], to: 1) != nil })
+        var bob = bed.network.hosts[2].machine.client
+        #expect(bob.transportSource(for: Self.alice) == MemberAddress.of(1))
+        #expect(bob.route(MemberAddress.of(1)) == .direct(Self.alice))
+        #expect(bob.headroom(for: MemberAddress.of(1)) == 0)
+        // Anyone else is themselves, and goes as addressed.
+        #expect(bob.transportSource(for: other) == other)
+        #expect(bob.route(other) == .asIs)
+        // A member unknown to the room is carried (the relay drops it).
+        #expect(bob.route(MemberAddress.of(9)) == .relay(relay, peer: 9))
+        // Alice leaves: her address is hers no more.
+        bed.network.hosts[1].machine.client.leave(now: bed.network.now)
+        #expect(bed.network.run(for: .seconds(5)) { $0.hosts[2].members.isEmpty })
+        bob = bed.network.hosts[2].machine.client
+        #expect(bob.transportSource(for: Self.alice) == Self.alice)
     }
 
     @Test("A member that takes no direct path is reached through the relay only")

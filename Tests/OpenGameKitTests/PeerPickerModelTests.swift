@@ -177,6 +177,7 @@ struct PeerPickerModelTests {
         #expect(model.takeEffects() == [.selectedConnectionType(.nearby), .startSession])
         model.sessionFailed(reason: "no interface")
         #expect(model.screen.phase == .noNetwork)
+        #expect(model.screen.notice == .sessionUnavailable(reason: "no interface"))
         #expect(model.takeEffects() == [])
     }
 

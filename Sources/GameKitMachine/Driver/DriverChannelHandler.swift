@@ -27,32 +27,6 @@ import NIOCore
             receive: { driver.receive($0, from: $1) }, cycle: { driver.runCycle() }, source: source, inactive: inactive)
     }
 
-    /// A handler for a socket shared with `tenant`: datagrams whose first byte is in
-    /// `ownFirstBytes` go to the driver, the rest to the tenant (and what it unwraps for the
-    /// driver, to the driver); a cycle runs both.
-    @inlinable
-    public convenience init(
-        driver: DatagramDriver<Machine>,
-        tenant: any SocketTenant,
-        ownFirstBytes: ClosedRange<UInt8>,
-        source: @escaping (AddressedEnvelope<ByteBuffer>) -> Machine.Source?,
-        inactive: @escaping (Channel) -> Void = { _ in }
-    ) where Machine.Source == SocketAddress {
-        self.init(
-            receive: { datagram, source in
-                if let first = datagram.getInteger(at: datagram.readerIndex, as: UInt8.self), ownFirstBytes.contains(first) {
-                    driver.receive(datagram, from: tenant.translate(source: source))
-                } else if let (inner, from) = tenant.receive(datagram, from: source) {
-                    driver.receive(inner, from: from)
-                }
-            },
-            cycle: {
-                driver.runCycle()
-                tenant.receiveComplete()
-            },
-            source: source, inactive: inactive)
-    }
-
     @usableFromInline
     init(
         receive: @escaping (ByteBuffer, Machine.Source) -> Void, cycle: @escaping () -> Void,

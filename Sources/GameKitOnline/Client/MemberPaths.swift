@@ -50,6 +50,11 @@ package struct MemberPaths {
     /// Addresses members nominated a direct path from, not told yet: their transport datagrams
     /// may come from there before this side selects that path.
     private var sendingFrom = Deque<(UInt32, SocketAddress)>()
+    /// Sources whose datagrams are a member's (shown to the transport as its member address):
+    /// each direct path's far end and each address a member nominated one from, until the member
+    /// leaves. A path given up keeps its address here, so that datagrams the member still sends
+    /// there (it has not given the path up yet) stay the member's.
+    private(set) var sources: [SocketAddress: UInt32] = [:]
 
     package init(configuration: Configuration, random: MachineRandom) {
         self.configuration = configuration
@@ -68,6 +73,7 @@ package struct MemberPaths {
 
     mutating func memberLeft(_ peer: UInt32) {
         self.records[peer] = nil
+        if self.sources.values.contains(peer) { self.sources = self.sources.filter { $0.value != peer } }
         if let path = self.paths.removeValue(forKey: peer), path.route != .relayed {
             self.events.append((peer, .relayed))
         }
@@ -130,7 +136,12 @@ package struct MemberPaths {
     }
 
     /// Where the transport's datagrams to `peer` go now.
-    func route(to peer: UInt32) -> OnlinePath { self.paths[peer]?.route ?? .relayed }
+    package func route(to peer: UInt32) -> OnlinePath { self.paths[peer]?.route ?? .relayed }
+
+    /// The member whose datagrams come from `source` (see ``sources``), if any.
+    func member(sending source: SocketAddress) -> UInt32? {
+        self.sources.isEmpty ? nil : self.sources[source]
+    }
 
     // MARK: - Datagrams
 
@@ -153,7 +164,10 @@ package struct MemberPaths {
             }
             let known = self.paths[peer]!.checker!.nominatingSources.count
             let taken = self.paths[peer]!.checker!.receive(datagram, from: source, viaRelay: viaRelay, now: now)
-            for address in self.paths[peer]!.checker!.nominatingSources.dropFirst(known) { self.sendingFrom.append((peer, address)) }
+            for address in self.paths[peer]!.checker!.nominatingSources.dropFirst(known) {
+                self.sendingFrom.append((peer, address))
+                self.sources[address.unmappingIPv4] = peer
+            }
             self.run(peer, now: now)
             return taken
         }
@@ -194,6 +208,7 @@ package struct MemberPaths {
         if path.checker != nil { path.checker = checker }
         if route != path.route {
             path.route = route
+            if case .direct(let address) = route { self.sources[address.unmappingIPv4] = peer }
             self.events.append((peer, route))
         }
         self.paths[peer] = path

@@ -20,10 +20,16 @@ public struct TURNServer: Sendable, Equatable {
     }
 }
 
-/// An online session's machine on its socket, beside the transport (PROTOCOL §18): the room
-/// client (rendezvous and relay) and the direct paths to members, composed. STUN is told apart
-/// here: the rendezvous's answer to the room client's binding request, a configured STUN
-/// server's answer, or a member's check.
+/// An online session's layer under the transport, on the session's one socket (PROTOCOL §18):
+/// the room client (rendezvous and relay) and the direct paths to members, composed, and the
+/// routing between them and the transport. The transport's endpoint and this machine are one
+/// datagram machine (the transport's `SocketMachine`): what arrives is split by its first byte
+/// (RFC 7983), transport datagrams from a member's direct path or through the relay reach the
+/// transport as from the member's address (``MemberAddress``), and the transport's datagrams to
+/// member addresses go straight to the member, or through the relay with the relay's header
+/// written in front of them in the same send buffer. STUN is told apart here: the rendezvous's
+/// answer to the room client's binding request, a configured STUN server's answer, or a
+/// member's check.
 package struct OnlineMachine: DatagramMachine {
     package typealias Event = RoomEvent
 
@@ -43,6 +49,8 @@ package struct OnlineMachine: DatagramMachine {
     private var turn: TURNClient?
     private var turnOutbox = Deque<ByteBuffer>()
     private var turnReported = false
+    /// Each member's address inside the transport, made once.
+    private var memberAddresses: [UInt32: SocketAddress] = [:]
 
     /// `paths` nil: no direct paths (everything through the relay). `stunServers`: more servers
     /// to learn this socket's public addresses from; `turn`: a TURN server whose allocation is
@@ -55,6 +63,33 @@ package struct OnlineMachine: DatagramMachine {
         self.stunServers = paths == nil ? [] : stunServers
         self.turnServer = paths == nil ? nil : turn
         self.random = random
+    }
+
+    /// A session's online layer: a room client for `request` in the session `sessionKey` and,
+    /// with `directPaths`, ICE checks for direct paths to members (credentials drawn from the
+    /// system's generator). `stunServers`: more servers than the rendezvous to learn this
+    /// socket's public addresses from; `turn`: a TURN server whose allocation is one more way to
+    /// members. Nothing is sent before ``start(hostCandidates:now:)``.
+    package static func make(
+        rendezvous: [SocketAddress], sessionKey: UInt64, request: RoomRequest, record: MemberRecord, directPaths: Bool = true,
+        stunServers: [SocketAddress] = [], turn: TURNServer? = nil, now: NIODeadline = .now()
+    ) -> OnlineMachine {
+        var random = MachineRandom.system()
+        let configuration = RoomClient.Configuration(rendezvous: rendezvous, sessionKey: sessionKey, request: request, record: record)
+        let room = RoomClient(configuration: configuration, clock: .system(), now: now, random: random.split())
+        let paths = directPaths
+            ? MemberPaths(
+                configuration: .init(
+                    localPeerID: record.peerID, localUfrag: Self.token(8, &random), localPassword: Self.token(24, &random), socketAcceptsIPv6: true),
+                random: random.split())
+            : nil
+        return OnlineMachine(room: room, paths: paths, stunServers: stunServers, turn: turn, random: random.split())
+    }
+
+    /// `count` random letters and digits (ICE's ufrag and password alphabet, RFC 8445 §5.3).
+    private static func token(_ count: Int, _ random: inout MachineRandom) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<count).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
     }
 
     /// Registers, with this socket's host candidates (its interfaces' addresses and port).
@@ -165,6 +200,80 @@ package struct OnlineMachine: DatagramMachine {
         self.room.update(change, now: now)
     }
 
+    // MARK: - Routing the transport's datagrams
+
+    /// Where a transport datagram to a destination goes (``route(_:)``).
+    package enum Route: Equatable {
+        /// An ordinary address: sent as it is.
+        case asIs
+        /// A member with a direct path: sent straight to this address.
+        case direct(SocketAddress)
+        /// A member reached through the relay at this address: the relay's header
+        /// (``relayHeaderSize`` bytes) goes in front of the datagram (``writeRelayHeader``).
+        case relay(SocketAddress, peer: UInt32)
+        /// A member reached another way (this side's TURN allocation, or a relay not ready yet):
+        /// the datagram is handed to ``carry(_:to:now:)``.
+        case carried(peer: UInt32)
+    }
+
+    /// Bytes the relay's header takes in front of a relayed datagram.
+    package static let relayHeaderSize = RelayMessage.dataHeaderSize
+
+    /// Where the transport's datagrams to `destination` go now.
+    package func route(_ destination: SocketAddress) -> Route {
+        guard let peer = MemberAddress.peer(of: destination) else { return .asIs }
+        switch self.paths?.route(to: peer) {
+        case .direct(let address)?: return .direct(address)
+        case .turn?: return .carried(peer: peer)
+        case .relayed?, nil:
+            guard self.room.relayReady, let relay = self.room.relay else { return .carried(peer: peer) }
+            return .relay(relay, peer: peer)
+        }
+    }
+
+    /// Bytes to leave in front of the transport's datagram to `destination`: the relay's header
+    /// when it is relayed, else none.
+    package func headroom(for destination: SocketAddress) -> Int {
+        if case .relay = self.route(destination) { return Self.relayHeaderSize }
+        return 0
+    }
+
+    /// Writes the relay's header for `peer` into the ``relayHeaderSize`` bytes at `index` (left
+    /// free in front of the datagram), and counts the datagram relayed; a direct path is sought.
+    package mutating func writeRelayHeader(peer: UInt32, at index: Int, in buffer: inout ByteBuffer, now: NIODeadline) {
+        buffer.setInteger(OnlinePacketType.relayData.rawValue, at: index)
+        buffer.setInteger(UInt8(0), at: index + 1)
+        buffer.setInteger(peer, at: index + 2)
+        self.room.countRelayedOut()
+        self.paths?.wanted(peer, now: now)
+    }
+
+    /// The source to give the transport for its datagram from `source`: the member's address
+    /// when `source` is a member's direct path (or an address it nominated one from).
+    package func transportSource(for source: SocketAddress) -> SocketAddress {
+        guard let peer = self.paths?.member(sending: source) else { return source }
+        return self.address(of: peer)
+    }
+
+    /// The address standing for `peer` inside the transport.
+    package func address(of peer: UInt32) -> SocketAddress {
+        self.memberAddresses[peer] ?? MemberAddress.of(peer)
+    }
+
+    /// A datagram that is not the transport's (its first byte is not one of the transport's):
+    /// the online layer takes it, or it carries a transport datagram (relayed, or in a TURN Data
+    /// indication), returned with the member's address as its source.
+    package mutating func receive(_ datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) -> (ByteBuffer, SocketAddress)? {
+        if self.isTURNServer(source) {
+            return self.unwrapTURN(datagram, now: now).map { ($0.0, self.address(of: $0.1)) }
+        }
+        guard datagram.getInteger(at: datagram.readerIndex, as: UInt8.self) == OnlinePacketType.relayData.rawValue else {
+            self.handle(datagram: datagram, from: source, now: now)
+            return nil
+        }
+        return self.unwrap(datagram, from: source, now: now).map { ($0.0, self.address(of: $0.1)) }
+    }
+
     // MARK: - DatagramMachine
 
     package mutating func handle(datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) {
@@ -250,9 +359,14 @@ package struct OnlineMachine: DatagramMachine {
         while let event = self.room.pollEvent() {
             switch event {
             case .memberJoined(let record), .memberUpdated(let record):
+                if self.memberAddresses[record.peerID] == nil { self.memberAddresses[record.peerID] = MemberAddress.of(record.peerID) }
                 self.paths?.memberChanged(record)
             case .memberLeft(let peer):
+                self.memberAddresses[peer] = nil
                 self.paths?.memberLeft(peer)
+            case .left:
+                for peer in self.memberAddresses.keys.sorted() { self.paths?.memberLeft(peer) }
+                self.memberAddresses.removeAll()
             case .reflexiveAddress(let address):
                 if self.paths != nil, let now {
                     self.addReflexiveCandidate(address, learnedFrom: nil, now: now)

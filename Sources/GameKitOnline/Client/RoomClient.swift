@@ -7,7 +7,7 @@ import NIOCore
 /// A session's side of the rendezvous and relay, without I/O (PROTOCOL §18.4): registers in a
 /// room, keeps the membership alive, learns the other members and their records, obtains a relay
 /// allocation with the rendezvous's ticket, and wraps the transport's datagrams to members for
-/// the relay. It shares the session's socket (``OnlineTenant``).
+/// the relay. It shares the session's socket, inside ``OnlineMachine``.
 package struct RoomClient: DatagramMachine {
     package typealias Event = RoomEvent
 
@@ -73,7 +73,7 @@ package struct RoomClient: DatagramMachine {
     private var retryAt: NIODeadline?
     /// What the rendezvous gave: the room, this member's token, the code.
     private(set) var room: RoomHandle?
-    private(set) var code: RoomCode?
+    package private(set) var code: RoomCode?
     private var token: MemberToken?
     private var rosterVersion: UInt32 = 0
     /// The roster version an UPDATE was last sent for (one per version).
@@ -87,7 +87,7 @@ package struct RoomClient: DatagramMachine {
     private var relayAddress: SocketAddress?
     private var ticket: [UInt8] = []
     private var ticketExpires: UInt64 = 0
-    private(set) var relayReady = false
+    package private(set) var relayReady = false
     private var allocation: Pending?
     private var nextAllocation: NIODeadline?
     private var waitingForRelay = Deque<(UInt32, ByteBuffer)>()
@@ -187,6 +187,12 @@ package struct RoomClient: DatagramMachine {
         RelayMessage.writeDataHeader(peer: peer, into: &framed)
         framed.writeImmutableBuffer(datagram)
         self.outbox.append((relay, framed))
+        self.statistics.relayedOut += 1
+    }
+
+    /// A transport datagram went to the relay with its header written in place (the socket's
+    /// machine framed it in its send buffer): counted as ``carry(_:to:)`` counts one.
+    package mutating func countRelayedOut() {
         self.statistics.relayedOut += 1
     }
 
@@ -459,7 +465,10 @@ package struct RoomClient: DatagramMachine {
             self.register(now: now)
         }
         if case .registering(let since) = self.phase, self.registration != nil {
-            if since + timing.registrationTimeout <= now {
+            // Only a first registration gives up. Once in the room, a rendezvous that went silent
+            // is asked again and again (at the longest retransmission interval): the members'
+            // direct paths and links do not depend on it, and it may come back.
+            if self.code == nil, since + timing.registrationTimeout <= now {
                 self.finish(.failed(.rendezvousUnreachable))
                 return
             }
@@ -526,7 +535,9 @@ package struct RoomClient: DatagramMachine {
         deadline = deadline.earliest(self.nextAllocation)
         deadline = deadline.earliest(self.stunDue)
         for pending in self.fetches.values { deadline = deadline.earliest(pending.nextSend) }
-        if case .registering(let since) = self.phase { deadline = deadline.earliest(since + self.configuration.timing.registrationTimeout) }
+        if case .registering(let since) = self.phase, self.code == nil {
+            deadline = deadline.earliest(since + self.configuration.timing.registrationTimeout)
+        }
         if self.phase == .member { deadline = deadline.earliest(self.lastHeard + self.configuration.timing.silenceLimit) }
         return deadline
     }

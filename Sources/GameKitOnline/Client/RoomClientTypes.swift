@@ -1,5 +1,11 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What an online session asks of the rendezvous: a new room, or the room with a code.
 public enum RoomRequest: Sendable, Equatable {
     case create
@@ -85,17 +91,29 @@ public enum MemberAddress {
 
     /// The address standing for `peerID`.
     public static func of(_ peerID: UInt32) -> SocketAddress {
-        var bytes: [UInt8] = [0x01, 0x00] + [UInt8](repeating: 0, count: 10)
-        bytes += [UInt8(peerID >> 24), UInt8(peerID >> 16 & 0xFF), UInt8(peerID >> 8 & 0xFF), UInt8(peerID & 0xFF)]
-        return try! SocketAddress(packedIPAddress: ByteBuffer(bytes: bytes), port: Self.port)
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = in_port_t(Self.port).bigEndian
+        withUnsafeMutableBytes(of: &address.sin6_addr) { raw in
+            raw[0] = 0x01
+            raw[12] = UInt8(peerID >> 24)
+            raw[13] = UInt8(peerID >> 16 & 0xFF)
+            raw[14] = UInt8(peerID >> 8 & 0xFF)
+            raw[15] = UInt8(peerID & 0xFF)
+        }
+        return SocketAddress(address, host: "")
     }
 
     /// The peer ID `address` stands for, or nil for an ordinary address.
     public static func peer(of address: SocketAddress) -> UInt32? {
         guard case .v6(let v6) = address else { return nil }
+        // Read as four words (network order): asked of every datagram an online session sends,
+        // so no slices or closures that a debug build would allocate for.
         return withUnsafeBytes(of: v6.address.sin6_addr) { raw -> UInt32? in
-            guard raw[0] == 0x01, raw[1] == 0, raw[2..<12].allSatisfy({ $0 == 0 }) else { return nil }
-            return UInt32(raw[12]) << 24 | UInt32(raw[13]) << 16 | UInt32(raw[14]) << 8 | UInt32(raw[15])
+            let prefix = UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt32.self))
+            let middle = raw.loadUnaligned(fromByteOffset: 4, as: UInt64.self)
+            guard prefix == 0x0100_0000, middle == 0 else { return nil }
+            return UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: 12, as: UInt32.self))
         }
     }
 }

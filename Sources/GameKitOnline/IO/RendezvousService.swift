@@ -39,15 +39,22 @@ import NIOPosix
         let machine = RendezvousServer(
             configuration: configuration, signingKey: signingKey, otherIssuers: otherIssuers, clock: .system(), now: .now())
         let driver = DatagramDriver(machine: machine, eventLoop: eventLoop, deliver: onEvent)
-        let channel = try await DatagramBootstrap(group: eventLoop)
-            .channelOption(.datagramVectorReadMessageCount, value: 64)
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 64 * 2048))
+        // Segmentation offload both ways, as the transport's sockets have it: a burst a member
+        // sends arrives in one read, and what the relay forwards to one member in a row leaves in
+        // one send, so the member reads it in one batch too (as it would read the sender directly).
+        let receiveOffload = System.supportsUDPReceiveOffload
+        var bootstrap = DatagramBootstrap(group: eventLoop)
+            .channelOption(.datagramVectorReadMessageCount, value: receiveOffload ? 16 : 64)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: receiveOffload ? 16 * 65_536 : 64 * 2048))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(DriverChannelHandler(driver: driver, source: { $0.remoteAddress }))
                 }
             }
-            .bind(to: address).get()
+        if receiveOffload {
+            bootstrap = bootstrap.channelOption(.datagramReceiveOffload, value: true).channelOption(.datagramReceiveSegmentSize, value: true)
+        }
+        let channel = try await bootstrap.bind(to: address).get()
         guard let local = channel.localAddress else {
             try? await channel.close()
             throw RendezvousServiceError.noLocalAddress
@@ -78,7 +85,8 @@ import NIOPosix
             throw error
         }
         try await eventLoop.submit {
-            driver.attach(StreamRoutedSocket(base: UDPChannelSocket(channel: channel, segmentationOffload: false), carrier: streams))
+            driver.attach(
+                StreamRoutedSocket(base: UDPChannelSocket(channel: channel, segmentationOffload: System.supportsUDPSegmentationOffload), carrier: streams))
         }.get()
         return RendezvousService(
             localAddress: local, publicKey: signingKey.publicKey, driver: driver, channel: channel, listener: listener, streams: streams)

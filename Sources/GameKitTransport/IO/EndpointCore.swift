@@ -1,4 +1,5 @@
 @_spi(Machine) import GameKitMachine
+@_spi(Machine) import GameKitOnline
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -8,8 +9,8 @@ import NIOCore
 ///
 /// The driver (``DatagramDriver``) does the locking, the cycle and the timer; this type adds
 /// what only the transport has: tasks that wait on the machine's outcomes
-/// (``WaitingEndpoint``), the socket's own counters, metrics, and a shutdown that first closes
-/// every link.
+/// (``WaitingEndpoint``), the socket's own counters, metrics, an online session's TCP streams
+/// (EndpointCore+Online.swift), and a shutdown that first closes every link.
 final class EndpointCore: @unchecked Sendable {
     /// How long shutdown may wait for a congested socket to take the final CLOSE packets.
     static let shutdownFlushLimit = TimeAmount.milliseconds(500)
@@ -20,21 +21,27 @@ final class EndpointCore: @unchecked Sendable {
     var metrics: TransportMetrics?
     var metricsTask: RepeatedTask?
     private let socketBox = NIOLockedValueBox<UDPChannelSocket?>(nil)
-    /// A machine sharing the socket (an online session's room client), if any.
-    let tenant: (any SocketTenant)?
+    /// An online session's streams to its rendezvous and relay (nil for other endpoints).
+    let streams: OnlineStreams?
 
+    /// `onRoomEvent` receives the online layer's events when `machine` has one.
     init(
-        machine: EndpointMachine, eventLoop: EventLoop, tenant: (any SocketTenant)? = nil, logger: Logger,
-        onEvent: @escaping @Sendable (TransportEvent) -> Void
+        machine: SocketMachine, eventLoop: EventLoop, logger: Logger, onEvent: @escaping @Sendable (TransportEvent) -> Void,
+        onRoomEvent: @escaping @Sendable (RoomEvent) -> Void = { _ in }
     ) {
         self.eventLoop = eventLoop
-        self.tenant = tenant
-        self.driver = DatagramDriver(machine: WaitingEndpoint(machine: machine), eventLoop: eventLoop) { delivery in
+        let streams = machine.online == nil ? nil : OnlineStreams()
+        self.streams = streams
+        self.driver = DatagramDriver(machine: WaitingEndpoint(socket: machine), eventLoop: eventLoop) { delivery in
             switch delivery {
             case .event(let event):
                 event.log(to: logger)
                 onEvent(event)
-            case .resume(let resumption): resumption.resume()
+            case .resume(let resumption):
+                resumption.resume()
+            case .room(let event):
+                streams?.follow(event)
+                onRoomEvent(event)
             }
         }
     }
@@ -42,11 +49,7 @@ final class EndpointCore: @unchecked Sendable {
     /// The channel handler for a socket of this endpoint.
     func makeChannelHandler() -> DriverChannelHandler<WaitingEndpoint> {
         let inactive: (Channel) -> Void = { [self] channel in self.socketBox.withLockedValue { $0 }?.channelInactive(channel) }
-        guard let tenant = self.tenant else {
-            return DriverChannelHandler(driver: self.driver, source: { $0.remoteAddress }, inactive: inactive)
-        }
-        return DriverChannelHandler(
-            driver: self.driver, tenant: tenant, ownFirstBytes: PacketType.firstByteRange, source: { $0.remoteAddress }, inactive: inactive)
+        return DriverChannelHandler(driver: self.driver, source: { $0.remoteAddress }, inactive: inactive)
     }
 
     /// Takes the bound socket (event loop only), and how to bind another at the same address
@@ -57,10 +60,9 @@ final class EndpointCore: @unchecked Sendable {
         let driver = self.driver
         socket.onReplacement(shouldReopen: { !driver.isClosing }, replaced: { driver.runCycle() })
         self.socketBox.withLockedValue { $0 = socket }
-        if let tenant = self.tenant {
-            self.driver.attach(TenantRoutedSocket(base: socket, tenant: tenant))
-            let owner = TenantOwner(receive: { driver.receive($0, from: $1) }, receiveComplete: { driver.runCycle() })
-            tenant.attach(BorrowedSocket(socket, eventLoop: self.eventLoop), localAddress: channel.localAddress, owner: owner)
+        if let streams = self.streams {
+            self.startOnline(localAddress: channel.localAddress, streams: streams)
+            self.driver.attach(streams.socket(over: socket))
         } else {
             self.driver.attach(socket)
         }
@@ -71,7 +73,7 @@ final class EndpointCore: @unchecked Sendable {
     /// Runs `body` on the machine under the lock and schedules a cycle.
     func perform<Result>(_ body: (inout EndpointMachine, NIODeadline) throws(TransportError) -> Result) throws(TransportError) -> Result {
         let result = try self.driver.perform { (endpoint: inout WaitingEndpoint, now) throws(TransportError) in
-            try body(&endpoint.machine, now)
+            try body(&endpoint.socket.endpoint, now)
         }
         guard let result else { throw .endpointClosed }
         return result
@@ -79,7 +81,7 @@ final class EndpointCore: @unchecked Sendable {
 
     /// Reads the machine under the lock.
     func read<Result>(_ body: (EndpointMachine) -> Result) -> Result {
-        self.driver.read { body($0.machine) }
+        self.driver.read { body($0.socket.endpoint) }
     }
 
     /// The machine's counters with the socket's own.
@@ -116,7 +118,7 @@ final class EndpointCore: @unchecked Sendable {
                     // The waiter is registered under the same lock as the handshake starts, so the
                     // outcome cannot slip past it.
                     let link = try self.driver.perform { (endpoint: inout WaitingEndpoint, now) throws(TransportError) -> LinkID in
-                        let link = try endpoint.machine.connect(to: address, payload: payload, timeout: timeout, now: now)
+                        let link = try endpoint.socket.endpoint.connect(to: address, payload: payload, timeout: timeout, now: now)
                         endpoint.openWaiters[link] = continuation
                         return link
                     }
@@ -154,7 +156,7 @@ final class EndpointCore: @unchecked Sendable {
                     do throws(TransportError) {
                         attempt = try self.driver.perform { (endpoint: inout WaitingEndpoint, _) throws(TransportError) -> Attempt in
                             do throws(TransportError) {
-                                try endpoint.machine.send(message, on: link, mode: mode)
+                                try endpoint.socket.endpoint.send(message, on: link, mode: mode)
                                 return .sent
                             } catch .bufferFull {
                                 guard !Task.isCancelled else { return .cancelled }
@@ -190,7 +192,9 @@ final class EndpointCore: @unchecked Sendable {
     /// fail with ``TransportError/endpointClosed``.
     func shutdown() async {
         let first = await self.driver.shutdown(flushLimit: Self.shutdownFlushLimit) { endpoint, now in
-            endpoint.machine.closeAll(now: now)
+            endpoint.socket.endpoint.closeAll(now: now)
+            // An online session's goodbye to its rendezvous leaves in the same flush.
+            endpoint.socket.online?.leave(now: now)
         }
         guard first else { return }
         try? await self.eventLoop.submit { self.stopMetrics() }.get()

@@ -1,5 +1,6 @@
 import CoreMetrics
 @_spi(Machine) import GameKitMachine
+@_spi(Machine) import GameKitOnline
 import NIOCore
 import NIOPosix
 
@@ -68,25 +69,26 @@ public final class TransportEndpoint: Sendable {
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         onEvent: @escaping @Sendable (TransportEvent) -> Void
     ) async throws -> TransportEndpoint {
-        try await self.bind(to: address, configuration: configuration, tenant: nil, group: group, onEvent: onEvent)
+        try await self.bind(to: address, configuration: configuration, online: nil, group: group, onEvent: onEvent)
     }
 
-    /// Binds a socket to `address` that `tenant` shares (on the tenant's event loop): datagrams
-    /// that are not the transport's go to it, and the transport's datagrams to its virtual
-    /// addresses are its to carry (PROTOCOL §1.2).
-    @_spi(Machine)
-    public static func bind(
+    /// Binds a socket to `address` with an online session's layer under the endpoint (PROTOCOL
+    /// §18.1), when `online` is given: its datagrams and the transport's share the socket as one
+    /// machine, and `onRoomEvent` receives the online layer's events on the endpoint's event loop.
+    package static func bind(
         to address: SocketAddress,
         configuration: TransportConfiguration = TransportConfiguration(),
-        tenant: (any SocketTenant)?,
+        online: OnlineMachine?,
         group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        onEvent: @escaping @Sendable (TransportEvent) -> Void
+        onEvent: @escaping @Sendable (TransportEvent) -> Void,
+        onRoomEvent: @escaping @Sendable (RoomEvent) -> Void = { _ in }
     ) async throws -> TransportEndpoint {
         let machine = try EndpointMachine(configuration: configuration, now: .now())
-        let eventLoop = tenant?.eventLoop ?? group.next()
+        let eventLoop = group.next()
         let offload = configuration.segmentationOffload && System.supportsUDPSegmentationOffload
         var logger = configuration.logger
-        let core = EndpointCore(machine: machine, eventLoop: eventLoop, tenant: tenant, logger: logger, onEvent: onEvent)
+        let core = EndpointCore(
+            machine: SocketMachine(endpoint: machine, online: online), eventLoop: eventLoop, logger: logger, onEvent: onEvent, onRoomEvent: onRoomEvent)
         let channel = try await Self.openSocket(at: address, for: core, configuration: configuration)
         guard let local = channel.localAddress else {
             try? await channel.close()

@@ -1,9 +1,11 @@
 import DequeModule
 @_spi(Machine) import GameKitMachine
+@_spi(Machine) import GameKitOnline
 import NIOCore
 
-/// The endpoint machine as the driver runs it: the machine, and the tasks waiting on it (for a
-/// link to open, for room in a send buffer), whose resumption rides on the machine's events.
+/// The socket's machine as the driver runs it: the endpoint (with an online session's layer
+/// under it, ``SocketMachine``), and the tasks waiting on it (for a link to open, for room in a
+/// send buffer), whose resumption rides on the machine's events.
 ///
 /// Keeping the waiters beside the machine, under the driver's one lock, is what makes a
 /// waiter registered while a handshake starts unable to miss its outcome; delivering the
@@ -20,6 +22,8 @@ struct WaitingEndpoint: DatagramMachine {
     enum Delivery {
         case event(TransportEvent)
         case resume(Resumption)
+        /// The online layer's event (room, members, paths).
+        case room(RoomEvent)
     }
 
     /// A waiting task and what it is resumed with.
@@ -44,15 +48,15 @@ struct WaitingEndpoint: DatagramMachine {
         }
     }
 
-    var machine: EndpointMachine
+    var socket: SocketMachine
     var openWaiters: [LinkID: OpenWaiter] = [:]
     var spaceWaiters: [LinkID: [(token: UInt64, continuation: SpaceWaiter)]] = [:]
     var nextWaiterToken: UInt64 = 0
     private var resumptions = Deque<Delivery>()
     private var releasedLinks: [LinkID] = []
 
-    init(machine: EndpointMachine) {
-        self.machine = machine
+    init(socket: SocketMachine) {
+        self.socket = socket
     }
 
     // MARK: - DatagramMachine
@@ -62,28 +66,28 @@ struct WaitingEndpoint: DatagramMachine {
     // every call (AllocationTests counted two more allocations per message).
 
     mutating func handle(datagram: ByteBuffer, from source: SocketAddress, now: NIODeadline) {
-        self.machine.handle(datagram: datagram, from: source, now: now)
+        self.socket.handle(datagram: datagram, from: source, now: now)
     }
 
     mutating func handleTimeout(now: NIODeadline) {
-        self.machine.handleTimeout(now: now)
+        self.socket.handleTimeout(now: now)
     }
 
     mutating func pollTransmit(now: NIODeadline, into buffer: inout ByteBuffer) -> SocketAddress? {
-        self.machine.pollTransmit(now: now, into: &buffer)
+        self.socket.pollTransmit(now: now, into: &buffer)
     }
 
-    var nextDeadline: NIODeadline? { self.machine.nextDeadline }
+    var nextDeadline: NIODeadline? { self.socket.nextDeadline }
 
     mutating func handleUnroutable(_ destination: SocketAddress, now: NIODeadline, isRoutable: (SocketAddress) -> Bool) {
-        self.machine.handleUnroutable(destination, now: now, isRoutable: isRoutable)
+        self.socket.handleUnroutable(destination, now: now, isRoutable: isRoutable)
     }
 
     /// The machine's next event, each followed by the waiters it resumes; then the waiters of
-    /// links whose send buffer released room.
+    /// links whose send buffer released room; then the online layer's events.
     mutating func pollEvent() -> Delivery? {
         if let resumption = self.resumptions.popFirst() { return resumption }
-        if let event = self.machine.pollEvent() {
+        if let event = self.socket.endpoint.pollEvent() {
             switch event {
             case .linkOpened(let link, let address, let payload):
                 if let waiter = self.openWaiters.removeValue(forKey: link) {
@@ -100,19 +104,19 @@ struct WaitingEndpoint: DatagramMachine {
             }
             return .event(event)
         }
-        if !self.machine.releasedSpace.isEmpty {
+        if !self.socket.endpoint.releasedSpace.isEmpty {
             // Nobody waits most of the time: then the list is only cleared (keeping its
             // capacity; it refills whenever a packet leaves).
-            guard !self.spaceWaiters.isEmpty else {
-                self.machine.releasedSpace.removeAll(keepingCapacity: true)
-                return nil
+            if self.spaceWaiters.isEmpty {
+                self.socket.endpoint.releasedSpace.removeAll(keepingCapacity: true)
+            } else {
+                swap(&self.releasedLinks, &self.socket.endpoint.releasedSpace)
+                for index in self.releasedLinks.indices { self.resumeSpaceWaiters(of: self.releasedLinks[index]) }
+                self.releasedLinks.removeAll(keepingCapacity: true)
+                if let resumption = self.resumptions.popFirst() { return resumption }
             }
-            swap(&self.releasedLinks, &self.machine.releasedSpace)
-            for index in self.releasedLinks.indices { self.resumeSpaceWaiters(of: self.releasedLinks[index]) }
-            self.releasedLinks.removeAll(keepingCapacity: true)
-            return self.resumptions.popFirst()
         }
-        return nil
+        return self.socket.pollRoomEvent().map(Delivery.room)
     }
 
     private mutating func resumeSpaceWaiters(of link: LinkID) {

@@ -6,25 +6,23 @@ import NIOPosix
 /// What an online session knows of its room, and the LAN sightings merged with it (guarded by
 /// the core's lock).
 struct OnlineState {
-    /// A peer as discovery on the LAN last saw it.
-    struct LANSighting {
-        var displayName: String
-        var addresses: [SocketAddress]
-        var isBusy: Bool
-        var livenessKey: [UInt8]?
-    }
-
     var code: RoomCode?
     /// Why the session is not in its room, once that is final.
     var failure: GKSessionError?
     /// A session failure's reason for the delegate (a room's, or why the session could not
     /// start), not yet delivered.
     var unreportedFailure: GKSessionError?
-    var members: [UInt32: MemberRecord] = [:]
-    var lan: [UInt32: LANSighting] = [:]
-    var codeWaiters: [CheckedContinuation<Result<String, GKSessionError>, Never>] = []
-    /// The room client on the transport's socket.
-    var tenant: OnlineTenant?
+    /// The room's members and the LAN's advertisements, merged for the machine.
+    var sightings = PeerSightings()
+    /// Tasks waiting for the room's code, by a number of their own (to withdraw on cancellation).
+    var codeWaiters: [UInt64: CheckedContinuation<Result<String, GKSessionError>, Never>] = [:]
+    var nextCodeWaiter: UInt64 = 0
+
+    /// The tasks waiting for the room's code, taken out in the order they came.
+    mutating func takeCodeWaiters() -> [CheckedContinuation<Result<String, GKSessionError>, Never>] {
+        defer { self.codeWaiters.removeAll() }
+        return self.codeWaiters.sorted { $0.key < $1.key }.map(\.value)
+    }
 }
 
 extension SessionCore {
@@ -47,9 +45,10 @@ extension SessionCore {
         self.onlineSettings = settings
     }
 
-    /// The room client for this session, sharing the transport's socket, or nil when the session
-    /// is not online. Its record carries `livenessKey`'s public half.
-    func makeOnlineTenant(livenessPublicKey: [UInt8]) async throws -> OnlineTenant? {
+    /// The online layer for this session's socket (room client and member paths, under the
+    /// transport), or nil when the session is not online. Its record carries `livenessKey`'s
+    /// public half.
+    func makeOnlineMachine(livenessPublicKey: [UInt8]) async throws -> OnlineMachine? {
         guard let online = self.onlineConfiguration else { return nil }
         let request: RoomRequest
         switch online.room {
@@ -72,15 +71,9 @@ extension SessionCore {
         let record = MemberRecord(
             peerID: self.identity.peerID, displayName: self.identity.displayName, keyShare: livenessPublicKey,
             isVisible: self.identity.mode != .client)
-        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let tenant = OnlineTenant(
-            rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record,
-            directPaths: online.directPaths, stunServers: stunServers, turn: turn, eventLoop: eventLoop
-        ) { [weak self] event in
-            self?.handle(event)
-        }
-        self.lock.withLock { self.online.tenant = tenant }
-        return tenant
+        return OnlineMachine.make(
+            rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record, directPaths: online.directPaths,
+            stunServers: stunServers, turn: turn)
     }
 
     /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread); `what` names
@@ -137,18 +130,15 @@ extension SessionCore {
             switch event {
             case .joined(let code, _):
                 self.online.code = code
-                waiters = self.online.codeWaiters
-                self.online.codeWaiters.removeAll()
+                waiters = self.online.takeCodeWaiters()
                 outcome = .success(code.displayed)
                 self.logger.info("in room", metadata: ["code": "\(code.displayed)"])
             case .memberJoined(let record), .memberUpdated(let record):
-                self.online.members[record.peerID] = record
                 self.logger.debug("room member", metadata: ["peer": "\(record.displayName) (\(record.peerID))", "visible": "\(record.isVisible)"])
-                self.sightLocked(record.peerID, machine: &machine)
+                self.online.sightings.member(record, machine: &machine)
             case .memberLeft(let peer):
-                self.online.members[peer] = nil
                 self.logger.debug("room member left", metadata: ["peer": "\(peer)"])
-                self.sightLocked(peer, machine: &machine)
+                self.online.sightings.memberLeft(peer, machine: &machine)
             case .relayReady:
                 self.logger.debug("relay ready")
             case .reflexiveAddress(let address):
@@ -156,16 +146,16 @@ extension SessionCore {
             case .rendezvousLost:
                 self.logger.info("the rendezvous stopped answering: registering again")
             case .failed(let error):
-                let failure = GKSessionError(.cannotEnableError, error.description, underlying: error)
+                var reason = error.description
+                if error == .rendezvousUnreachable, let rendezvous = self.onlineSettings?.rendezvous {
+                    reason = "No answer from the rendezvous at \(rendezvous.joined(separator: ", ")): is it running there, and can UDP or TCP reach it from this network?"
+                }
+                let failure = GKSessionError(.cannotEnableError, reason, underlying: error)
                 self.online.failure = failure
                 self.online.unreportedFailure = failure
-                waiters = self.online.codeWaiters
-                self.online.codeWaiters.removeAll()
+                waiters = self.online.takeCodeWaiters()
                 outcome = .failure(failure)
-                for peer in self.online.members.keys.sorted() {
-                    self.online.members[peer] = nil
-                    self.sightLocked(peer, machine: &machine)
-                }
+                self.online.sightings.forgetMembers(machine: &machine)
                 self.logger.warning("not in the room", metadata: ["reason": "\(error)"])
                 machine.notify(.failed(.cannotEnableError))
             case .pathChanged(let peer, let path):
@@ -188,48 +178,53 @@ extension SessionCore {
         if let outcome { for waiter in waiters { waiter.resume(returning: outcome) } }
     }
 
-    /// Tells the machine what is known of `peerID` now, from the LAN and the room together: the
-    /// LAN's addresses first, then the member address the relay (or a direct path) serves.
-    func sightLocked(_ peerID: UInt32, machine: inout SessionMachine) {
-        let lan = self.online.lan[peerID]
-        let member = self.online.members[peerID].flatMap { $0.isVisible ? $0 : nil }
-        guard lan != nil || member != nil else {
-            machine.peerLost(peerID)
-            return
-        }
-        var addresses = lan?.addresses ?? []
-        if member != nil { addresses.append(MemberAddress.of(peerID)) }
-        let key = lan?.livenessKey ?? member.flatMap { $0.keyShare.count == 32 ? $0.keyShare : nil }
-        machine.peerSighted(
-            peerID, displayName: lan?.displayName ?? member!.displayName, addresses: addresses, isBusy: lan?.isBusy ?? member!.isBusy,
-            livenessKey: key)
-    }
-
-    /// After browsing starts again: every room member is sighted anew (the machine forgot them
-    /// when browsing stopped).
-    func resightMembersLocked(machine: inout SessionMachine) {
-        for peer in self.online.members.keys.sorted() { self.sightLocked(peer, machine: &machine) }
-    }
-
     // MARK: - Queries
 
     var roomCode: String? { self.lock.withLock { self.online.code?.displayed } }
 
+    /// The room's code once the rendezvous has answered; throws why the session is not in the
+    /// room (a wrong code, no rendezvous, a start that failed, a session never made available or
+    /// closed) and, as soon as the calling task is cancelled, `cancelledError`.
     func waitForRoomCode() async throws(GKSessionError) -> String {
         guard self.onlineConfiguration != nil else {
             throw GKSessionError(.invalidParameterError, "The session is not online: set configuration.online.")
         }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, GKSessionError>, Never>) in
-            let ready: Result<String, GKSessionError>? = self.lock.withLock {
-                if let code = self.online.code { return .success(code.displayed) }
-                if let failure = self.online.failure { return .failure(failure) }
-                if self.phase == .closed { return .failure(Self.closedError) }
-                self.online.codeWaiters.append(continuation)
-                return nil
+        let id = self.lock.withLock { () -> UInt64 in
+            self.online.nextCodeWaiter += 1
+            return self.online.nextCodeWaiter
+        }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, GKSessionError>, Never>) in
+                let ready: Result<String, GKSessionError>? = self.lock.withLock {
+                    if Task.isCancelled { return .failure(Self.codeWaitCancelled) }
+                    if let code = self.online.code { return .success(code.displayed) }
+                    if let failure = self.online.failure { return .failure(failure) }
+                    if self.phase == .closed { return .failure(Self.closedError) }
+                    if self.phase == .idle, self.startTask == nil, !self.machine.isAvailable {
+                        return .failure(
+                            GKSessionError(.notConnectedError, "The session is not available: set isAvailable to true (or call start()) to join its room."))
+                    }
+                    self.online.codeWaiters[id] = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            let waiter = self.lock.withLock { self.online.codeWaiters.removeValue(forKey: id) }
+            waiter?.resume(returning: .failure(Self.codeWaitCancelled))
         }
         return try result.get()
+    }
+
+    /// What a cancelled wait for the room's code throws.
+    static var codeWaitCancelled: GKSessionError {
+        GKSessionError(.cancelledError, "Waiting for the room's code was cancelled.")
+    }
+
+    /// Ends every wait for the room's code with `failure` (lock held; resume them after).
+    func failCodeWaitsLocked(_ failure: GKSessionError) -> [CheckedContinuation<Result<String, GKSessionError>, Never>] {
+        self.online.failure = failure
+        return self.online.takeCodeWaiters()
     }
 
     /// The verification code of the link to `peerID`, as text (PROTOCOL §4.9).
@@ -245,8 +240,8 @@ extension SessionCore {
         guard let link = self.read({ $0.peers[peerID]?.link }) else { return nil }
         guard let address = self.transportLinkAddress(link) else { return nil }
         guard let member = MemberAddress.peer(of: address) else { return .lan }
-        let (tenant, record) = self.lock.withLock { (self.online.tenant, self.online.members[member]) }
-        switch tenant?.path(to: member) {
+        let record = self.lock.withLock { self.online.sightings.members[member] }
+        switch self.slot.current?.path(to: member) {
         case .direct(let address)?:
             // Straight to the member's TURN allocation is still through a relay (its TURN server).
             let relayed = record?.candidates.contains { $0.kind == .relayed && $0.address == address } ?? false

@@ -3,6 +3,7 @@ import Crypto
 import Logging
 import Foundation
 import GameKitDiscovery
+@_spi(Machine) import GameKitOnline
 @_spi(Machine) import GameKitTransport
 import NIOConcurrencyHelpers
 import NIOCore
@@ -28,7 +29,7 @@ final class SessionCore: @unchecked Sendable {
     /// `ogk_session_peers` for each state, set whenever a peer's state changes.
     private let peerGauges: [(GKPeerConnectionState, Gauge)]
     private let password: String?
-    private let slot = TransportSlot()
+    let slot = TransportSlot()
     let lock = NIOLock()
 
     // MARK: Guarded by `lock`
@@ -130,10 +131,10 @@ final class SessionCore: @unchecked Sendable {
             case .withdraw: self.wantAdvertise = false
             case .startBrowsing:
                 self.wantBrowse = true
-                self.resightMembersLocked(machine: &self.machine)
+                self.online.sightings.tellMembers(machine: &self.machine)
             case .stopBrowsing:
                 self.wantBrowse = false
-                self.online.lan.removeAll()
+                self.online.sightings.forgetLAN()
             case .reconfirm(let peerID):
                 if let instance = self.instances[peerID] { self.browser?.reconfirm(instance) }
             }
@@ -193,7 +194,11 @@ final class SessionCore: @unchecked Sendable {
     }
 
     private func startOnce() async -> GKSessionError? {
-        self.lock.withLock { if self.phase == .idle { self.phase = .starting } }
+        self.lock.withLock {
+            if self.phase == .idle { self.phase = .starting }
+            // A new attempt: an earlier one's failure no longer answers the room's code.
+            self.online.failure = nil
+        }
         do {
             let endpoint = try await self.bindTransport()
             self.slot.install(endpoint)
@@ -225,10 +230,13 @@ final class SessionCore: @unchecked Sendable {
             }
             // The delegate hears the reason (a bad rendezvous address, no interface) with it.
             let failure = GKSessionError(.cannotEnableError, "The session could not start: \(error.localizedDescription)", underlying: error)
+            var codeWaiters: [CheckedContinuation<Result<String, GKSessionError>, Never>] = []
             try? self.perform { machine in
                 self.online.unreportedFailure = failure
+                if self.online.code == nil { codeWaiters = self.failCodeWaitsLocked(failure) }
                 machine.discoveryFailed()
             }
+            for waiter in codeWaiters { waiter.resume(returning: .failure(failure)) }
             self.lock.withLock { if self.phase == .starting { self.phase = .idle } }
             return failure
         }
@@ -239,7 +247,7 @@ final class SessionCore: @unchecked Sendable {
         // An online session's room record carries the liveness key, so the key is made here.
         let livenessKey = Curve25519.KeyAgreement.PrivateKey()
         transport.livenessPrivateKey = Array(livenessKey.rawRepresentation)
-        let tenant = try await self.makeOnlineTenant(livenessPublicKey: Array(livenessKey.publicKey.rawRepresentation))
+        let online = try await self.makeOnlineMachine(livenessPublicKey: Array(livenessKey.publicKey.rawRepresentation))
         transport.logger = self.logger
         transport.logger[metadataKey: "layer"] = "transport"
         transport.metricsFactory = self.configuration.metricsFactory
@@ -250,16 +258,17 @@ final class SessionCore: @unchecked Sendable {
         transport.maxReliableMessageSize = GKSession.maximumReliableDataSize + Self.headerAllowance
         transport.maxUnreliableMessageSize = GKSession.maximumUnreliableDataSize + Self.headerAllowance
         let onEvent: @Sendable (TransportEvent) -> Void = { [weak self] event in self?.handle(event) }
+        let onRoomEvent: @Sendable (RoomEvent) -> Void = { [weak self] event in self?.handle(event) }
         if let host = self.configuration.bindAddress {
             let address = try SocketAddress(ipAddress: host, port: self.configuration.port)
-            return try await TransportEndpoint.bind(to: address, configuration: transport, tenant: tenant, onEvent: onEvent)
+            return try await TransportEndpoint.bind(to: address, configuration: transport, online: online, onEvent: onEvent, onRoomEvent: onRoomEvent)
         }
         do {
             let address = try SocketAddress(ipAddress: "::", port: self.configuration.port)
-            return try await TransportEndpoint.bind(to: address, configuration: transport, tenant: tenant, onEvent: onEvent)
+            return try await TransportEndpoint.bind(to: address, configuration: transport, online: online, onEvent: onEvent, onRoomEvent: onRoomEvent)
         } catch {
             let address = try SocketAddress(ipAddress: "0.0.0.0", port: self.configuration.port)
-            return try await TransportEndpoint.bind(to: address, configuration: transport, tenant: tenant, onEvent: onEvent)
+            return try await TransportEndpoint.bind(to: address, configuration: transport, online: online, onEvent: onEvent, onRoomEvent: onRoomEvent)
         }
     }
 
@@ -284,8 +293,7 @@ final class SessionCore: @unchecked Sendable {
             self.discovery = nil
             let waiters = self.waiters.values.map(\.continuation)
             self.waiters.removeAll()
-            codeWaiters = self.online.codeWaiters
-            self.online.codeWaiters.removeAll()
+            codeWaiters = self.online.takeCodeWaiters()
             return (discovery, waiters)
         }
         for waiter in waiters { waiter.resume(returning: .failed(Self.closedError)) }
@@ -381,14 +389,14 @@ final class SessionCore: @unchecked Sendable {
             switch event {
             case .found, .updated:
                 self.instances[peerID] = instance
-                self.online.lan[peerID] = OnlineState.LANSighting(
+                let sighting = PeerSightings.LANSighting(
                     displayName: advertisement.displayName, addresses: addresses, isBusy: advertisement.isBusy,
                     livenessKey: advertisement.livenessKey)
+                self.online.sightings.lanSighting(peerID, sighting, machine: &machine)
             case .lost:
                 self.instances[peerID] = nil
-                self.online.lan[peerID] = nil
+                self.online.sightings.lanSighting(peerID, nil, machine: &machine)
             }
-            self.sightLocked(peerID, machine: &machine)
         }
     }
 
@@ -407,29 +415,12 @@ final class SessionCore: @unchecked Sendable {
                 channelData = machine.takeChannelDeliveries()
                 if !channelData.isEmpty { receivers = self.channelReceivers }
             }
+            machine.handle(event)
             switch event {
-            case .connectionRequest(let request):
-                machine.handleConnectionRequest(request)
-            case .connectionRequestWithdrawn(let id, let reason):
-                machine.handleRequestWithdrawn(id, reason)
-            case .linkOpened(let link, _, let payload):
-                machine.handleLinkOpened(link, payload: payload)
-            case .connectFailed(let link, let error):
-                machine.handleConnectFailed(link, error)
-            case .received(let message, let link, let mode):
-                machine.handleReceived(message, on: link, mode: mode)
-            case .linkClosed(let link, let reason):
-                machine.handleLinkClosed(link, reason)
+            case .linkClosed(let link, _), .sendBufferAvailable(let link):
                 resumed = self.takeRoomWaitersLocked(for: link)
-            case .sendBufferAvailable(let link):
-                machine.handleSendBufferAvailable(link)
-                resumed = self.takeRoomWaitersLocked(for: link)
-            case .handshakeFailed:
-                machine.statistics.authenticationFailures += 1
-            case .liveness(let watch, let alive):
-                machine.handleLiveness(watch, alive: alive)
-            case .linkMoved:
-                machine.statistics.linkMoves += 1
+            default:
+                break
             }
         }
         for waiter in resumed { waiter.resume(returning: .retry) }

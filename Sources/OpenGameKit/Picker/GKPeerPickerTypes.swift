@@ -80,7 +80,9 @@ public enum GKPeerPickerPhase: Hashable, Sendable {
     case invited(by: GKPeerPickerPeer)
     /// We accepted this peer's invitation; the connection is being made.
     case accepting(GKPeerPickerPeer)
-    /// No network interface can be used (the session could not be made available).
+    /// The session could not be made available: the notice
+    /// (``GKPeerPickerNotice/sessionUnavailable(reason:)``) says why (no usable network interface,
+    /// a malformed or wrong room code, a rendezvous that does not answer or cannot be found).
     case noNetwork
     /// Connected: the picker's work is done.
     case connected(GKPeerPickerPeer)
@@ -102,6 +104,9 @@ public enum GKPeerPickerNotice: Hashable, Sendable {
     case invalidRoomCode(String)
     /// The session could not join the online room: a wrong or expired code, no rendezvous.
     case roomUnavailable(reason: String)
+    /// The session could not be made available, for this reason (with
+    /// ``GKPeerPickerPhase/noNetwork``).
+    case sessionUnavailable(reason: String)
 }
 
 /// The picker's online choices.

@@ -243,7 +243,7 @@ struct PeerPickerModel: Sendable {
                 self.screen = GKPeerPickerScreen(phase: .choosingRoom, notice: .roomUnavailable(reason: reason))
                 self.effects.append(.discardSession)
             } else {
-                self.screen = GKPeerPickerScreen(phase: .noNetwork)
+                self.screen = GKPeerPickerScreen(phase: .noNetwork, notice: .sessionUnavailable(reason: reason))
             }
         }
     }

@@ -21,7 +21,7 @@ public enum PeerPickerText {
         case .accepting(let peer):
             return "Connecting to \(peer.displayName)…"
         case .noNetwork:
-            return "No usable network interface — [R]etry / Esc"
+            return "The session could not start — [R]etry / Esc"
         case .connected(let peer):
             return "Connected to \(peer.displayName)"
         case .finished:
@@ -38,6 +38,7 @@ public enum PeerPickerText {
         case .failed(let peer, let reason)?: "Could not connect to \(peer.displayName): \(reason)"
         case .invalidRoomCode(let text)?: "'\(text)' is not a room code: six letters and digits, such as 7K3-QXM."
         case .roomUnavailable(let reason)?: reason.isEmpty ? "Could not join the room." : "Could not join the room: \(reason)"
+        case .sessionUnavailable(let reason)?: reason.isEmpty ? "No usable network interface." : reason
         case nil: nil
         }
     }
