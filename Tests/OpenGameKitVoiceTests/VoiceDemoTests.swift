@@ -8,7 +8,7 @@ import Testing
 struct VoiceDemoTests {
     @Test("A scripted call: connected, meters move, mute and volume show, hang-up returns to the picker")
     func scriptedCall() async throws {
-        let result = try await SandboxScript.run("OGK_VOICE_BIN=\(SandboxScript.binaries.path) scripts/voice < /dev/null", timeout: 120)
+        let result = try await SandboxScript.run("scripts/voice < /dev/null", timeout: 120)
         let alice = result.lines.drop { $0 != "--- Alice (input: 1, then m, then q)" }.prefix { !$0.hasPrefix("--- Bob") }
         let bob = result.lines.drop { !$0.hasPrefix("--- Bob") }
         #expect(alice.contains { $0.hasPrefix("voice: Connected to Bob · path direct") }, "\(result.lines)")
