@@ -28,3 +28,30 @@ ogk_wait_for() {
     done
     return 1
 }
+
+# The package built with its traits switched, in a scratch directory of its own: OpenSSL on
+# (data packets sealed by libcrypto) and PulseAudio off (gk-voice without libpulse). One build
+# serves scripts/check-openssl and scripts/check-without-pulseaudio.
+OGK_VARIANT_SCRATCH=.build-variant
+OGK_VARIANT_TRAITS=OpenSSL
+
+# ogk_variant_build PRODUCT...: builds these products of that variant (quick when up to date);
+# fails, showing them, on any error or warning.
+ogk_variant_build() {
+    local log product
+    log="$(mktemp)"
+    for product in "$@"; do
+        if ! swift build --product "$product" --traits "$OGK_VARIANT_TRAITS" --scratch-path "$OGK_VARIANT_SCRATCH" >"$log" 2>&1 \
+            || grep -qE "error:|warning:" "$log"; then
+            grep -E "error|warning:" "$log" | head -40 >&2
+            rm -f "$log"
+            return 1
+        fi
+    done
+    rm -f "$log"
+}
+
+# ogk_variant_bin: the directory holding the variant's products.
+ogk_variant_bin() {
+    swift build --traits "$OGK_VARIANT_TRAITS" --scratch-path "$OGK_VARIANT_SCRATCH" --show-bin-path
+}

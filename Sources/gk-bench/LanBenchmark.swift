@@ -224,6 +224,6 @@ private final class LanWatcherLog: GKSessionDelegate, @unchecked Sendable {
 
     /// Polls `condition` every millisecond for at most `seconds`.
     func wait(seconds: Double, until condition: () -> Bool) async -> Bool {
-        await poll(seconds: seconds, everyNanoseconds: 1_000_000, until: condition)
+        await waitUntil(seconds: seconds, every: .milliseconds(1), condition)
     }
 }

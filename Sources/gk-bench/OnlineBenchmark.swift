@@ -106,12 +106,7 @@ struct OnlineBenchmark: AsyncParsableCommand {
 
     /// Polls `condition` every millisecond for up to `seconds`.
     static func until(seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
-        let end = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
-        while NIODeadline.now() < end {
-            if condition() { return true }
-            try? await Task.sleep(nanoseconds: 1_000_000)
-        }
-        return condition()
+        await waitUntil(seconds: seconds, every: .milliseconds(1), condition)
     }
 
     static func milliseconds(since start: NIODeadline) -> Double { Double((NIODeadline.now() - start).nanoseconds) / 1e6 }

@@ -241,16 +241,7 @@ final class Watcher: GKSessionDelegate, @unchecked Sendable {
 
     /// Polls `condition` every 200 µs for at most `seconds`.
     func wait(seconds: Double = 10, until condition: () -> Bool) async -> Bool {
-        await poll(seconds: seconds, everyNanoseconds: 200_000, until: condition)
+        await waitUntil(seconds: seconds, every: .microseconds(200), condition)
     }
 }
 
-/// Polls `condition` every `interval` nanoseconds for at most `seconds`; whether it held.
-func poll(seconds: Double, everyNanoseconds interval: UInt64, until condition: () -> Bool) async -> Bool {
-    let deadline = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
-    while NIODeadline.now() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(nanoseconds: interval)
-    }
-    return condition()
-}

@@ -7,25 +7,35 @@ import Testing
 /// when the interface goes, the others keep working.
 @Suite("Interfaces coming and going, with real processes", .serialized)
 struct InterfaceChangeTests {
-    /// At start only `lo` exists. A second later scripts/veth-pair makes ogk0 (10.107.0.1) here
-    /// and ogk1 (10.107.0.2) in a peer namespace, where python-zeroconf browses on ogk1 and the
-    /// capture listens on ogk1: finding the service there, at ogk0's address, shows that the
-    /// responder noticed ogk0 and announced on it. After veth-pair has ended (ogk0 gone) and
+    /// At start only `lo` has an IPv4 address. scripts/veth-pair makes ogk0 here and ogk1 in a
+    /// peer namespace, where the capture listens on ogk1 and python-zeroconf browses there; once
+    /// the capture listens, ogk0 gets 10.107.0.1: finding the service there, at that address,
+    /// shows that the responder noticed the new interface and announced on it (the capture, up
+    /// before the address, sees every announcement). After veth-pair has ended (ogk0 gone) and
     /// the responder has re-read its interfaces, a browser of ours on lo still finds the service.
     @Test func aNewInterfaceGetsTheAnnouncementsAndLoopbackKeepsWorkingWhenItGoes() async throws {
         let result = try await SandboxScript.run(
             """
-            gk-mdns register --type _late._udp --name Late --port 7010 --seconds 12 --ignore-stdin | sed -u 's/^/R /' &
-            sleep 1
-            scripts/veth-pair bash -c '
-              nsenter --net=$OGK_PEER_NETNS -- "$PEER_PYTHON" "$PEERS/mdns_capture.py" --interface 10.107.0.2 --seconds 6 | sed -u "s/^/C /" &
+            source scripts/lib.sh
+            d=$(mktemp -d)
+            mkfifo $d/in; exec 3<>$d/in
+            gk-mdns register --type _late._udp --name Late --port 7010 < $d/in > $d/register &
+            R=$!
+            ogk_wait_for $d/register registered 1 10
+            scripts/veth-pair --no-here-ipv4 bash -c '
+              source scripts/lib.sh
+              nsenter --net=$OGK_PEER_NETNS -- "$PEER_PYTHON" "$PEERS/mdns_capture.py" --interface 10.107.0.2 --seconds 8 > '$d'/capture &
+              ogk_wait_for '$d'/capture listening 1 20
+              ip addr add 10.107.0.1/24 dev ogk0
               nsenter --net=$OGK_PEER_NETNS -- "$PEER_PYTHON" "$PEERS/zeroconf_peer.py" browse --type _late._udp --interface ogk1 --seconds 6 --ignore-stdin | sed -u "s/^/Z /"
               wait'
             echo "V {\\"event\\":\\"veth-pair-ended\\",\\"status\\":$?}"
+            sed 's/^/C /' $d/capture
             # The responder re-reads its interfaces every 2 s: ogk0's removal has been seen by now.
             sleep 2.5
             gk-mdns browse --type _late._udp --interface lo --seconds 2 --ignore-stdin | sed -u 's/^/O /'
-            wait
+            kill $R; wait $R
+            sed 's/^/R /' $d/register; rm -rf $d
             """, timeout: 60)
         #expect(result.status == 0)
         #expect(result.objects(tagged: "V").first?["status"] as? Int == 0, "veth-pair failed")

@@ -72,6 +72,9 @@ struct InterfaceSelectionTests {
             export OGK_SANDBOX_EXTRA_INTERFACES=docker0,veth9f8e7d6
             ip link add docker0 type bridge
             ip link add veth9f8e7d6 type veth peer name ogkc1
+            # ogkc1, the veth's other end, gets no address at all: an ordinary interface with an IPv6
+            # link-local address would carry the default responder's announcements to veth9f8e7d6.
+            sysctl -q -w net.ipv6.conf.ogkc1.disable_ipv6=1
             for name in docker0 veth9f8e7d6 ogkc1; do ip link set $name multicast on up; done
             ip addr add 172.17.0.1/16 dev docker0
             ip addr add 172.31.0.1/16 dev veth9f8e7d6

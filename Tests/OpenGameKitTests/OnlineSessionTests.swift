@@ -79,50 +79,13 @@ struct OnlineSessionTests {
         await rendezvous.stop()
     }
 
-    /// Polls `condition` every 50 ms for up to `seconds`.
+    /// Polls `condition` for up to `seconds`.
     static func eventually(seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
-        for _ in 0..<Int(seconds * 20) {
-            if condition() { return true }
-            try? await Task.sleep(nanoseconds: 50_000_000)
-        }
-        return condition()
+        await waitUntil(seconds: seconds, condition)
     }
 
-    @Test func aLinkOpenedThroughTheRelayMovesToADirectPathWithoutLosingOrReordering() async throws {
-        let rendezvous = try await Self.rendezvous()
-        let alice = Self.session("Alice", room: .create, rendezvous: rendezvous, directPaths: true)
-        let room = try await alice.session.waitForRoomCode()
-        let bob = Self.session("Bob", room: .join(code: room), rendezvous: rendezvous, directPaths: true)
-        #expect(await bob.waitUntilSees(alice.session))
-        bob.session.connect(toPeer: alice.session.peerID, withTimeout: 10)
-        #expect(await bob.wait(for: .state(alice.session.peerID, .stateConnected)))
-        // Messages sent while the path changes: every one arrives, once, in order.
-        let sender = Task {
-            for index in 0..<400 {
-                try bob.session.send(Data("m\(index)".utf8), toPeers: [alice.session.peerID!], with: .reliable)
-                try await Task.sleep(nanoseconds: 5_000_000)
-            }
-        }
-        #expect(await Self.eventually { bob.session.path(forPeer: alice.session.peerID) == .direct })
-        #expect(await Self.eventually { alice.session.path(forPeer: bob.session.peerID) == .direct })
-        try await sender.value
-        #expect(await alice.wait { $0.filter { if case .data = $0 { true } else { false } }.count >= 400 })
-        let received = alice.events.compactMap { event -> String? in
-            guard case .data(_, let data) = event else { return nil }
-            return String(decoding: data, as: UTF8.self)
-        }
-        #expect(received == (0..<400).map { "m\($0)" })
-        // Once direct, the relay carries nothing more of theirs.
-        let relayed = rendezvous.statistics.relayedBytes
-        for index in 0..<100 { try bob.session.send(Data("d\(index)".utf8), toPeers: [alice.session.peerID!], with: .reliable) }
-        #expect(await alice.wait(for: .data(bob.session.peerID, Data("d99".utf8))))
-        #expect(rendezvous.statistics.relayedBytes == relayed)
-        // The same link all along: one connection each, never dropped.
-        #expect(!alice.events.contains(.state(bob.session.peerID, .stateDisconnected)))
-        await bob.session.close()
-        await alice.session.close()
-        await rendezvous.stop()
-    }
+    // Relay to direct under a stream of messages, a direct path lost and found again, NATs and a
+    // rendezvous that goes away: OnlineWorldTests, in virtual time.
 
     @Test func theReadmeExampleMeetsInARoom() async throws {
         let service = try await Self.rendezvous()

@@ -91,8 +91,7 @@ struct PickerControllerTests {
 
     /// Waits (bounded) until `condition` holds, letting the main queue run.
     static func until(_ condition: @MainActor () -> Bool) async -> Bool {
-        for _ in 0..<600 where !condition() { try? await Task.sleep(nanoseconds: 25_000_000) }
-        return condition()
+        await waitUntil(seconds: 15, condition)
     }
 
     static func picker(_ name: String, sessionID: String) -> (GKPeerPickerController, RecordingPresenter, RecordingPickerDelegate) {

@@ -1,3 +1,4 @@
+import NetworkImpairment
 import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
@@ -87,12 +88,7 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     /// heard; returns whether it did.
     @discardableResult
     func wait(seconds: Double = 20, until condition: ([Heard]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if condition(self.events) { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        if condition(self.events) { return true }
+        if await waitUntil(seconds: seconds, every: .milliseconds(10), { condition(self.events) }) { return true }
         // A failed wait says what was heard instead, so a flaky run can be read afterwards.
         let line = "\(self.session.displayName!) (\(self.session.peerID!)) waited \(seconds) s in vain; it heard \(self.events); \(self.diagnostics)\n"
         FileHandle.standardError.write(Data(line.utf8))

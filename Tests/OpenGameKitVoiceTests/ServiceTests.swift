@@ -1,3 +1,4 @@
+import NetworkImpairment
 import Foundation
 import GameKitTransport
 import GameKitTraversal
@@ -114,12 +115,7 @@ struct ServiceTests {
     /// Waits (bounded, without blocking a thread: the cooperative pool has two here, and the
     /// async suites beside these need them) until `condition` holds.
     static func eventually(_ seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
+        await waitUntil(seconds: seconds, condition)
     }
 
     @Test("A call connects directly, carries audio both ways, and hangs up with 32003")
