@@ -137,6 +137,65 @@ struct OnlineSessionTests {
         await rendezvous.stop()
     }
 
+    /// Every way `waitForRoomCode()` can end without a code ends it, with the reason: a start that
+    /// failed (a malformed code, a host name that does not resolve), a session never made
+    /// available, a closed one, and the waiting task's cancellation.
+    @Test func waitingForTheCodeEndsWithTheReasonAndHonoursCancellation() async throws {
+        func reason(of session: GKSession) async -> GKSessionError? {
+            do {
+                _ = try await session.waitForRoomCode()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let rendezvous = try await Self.rendezvous()
+        // A malformed code: the start fails, and so does the wait, with the words.
+        let malformed = Self.session("Mal", room: .join(code: "hello!"), rendezvous: rendezvous)
+        let bad = await reason(of: malformed.session)
+        #expect(bad?.code == .cannotEnableError && bad?.localizedDescription.contains("'hello!' is not a room code") == true, "\(String(describing: bad))")
+        await malformed.session.close()
+
+        // A rendezvous whose name does not resolve.
+        var configuration = GKSession.Configuration()
+        configuration.online = .init(rendezvous: "nowhere.invalid:7878", room: .create, alsoNearby: false)
+        let lost = GKSession(sessionID: "online-test", displayName: "Lost", sessionMode: .peer, configuration: configuration)
+        lost.isAvailable = true
+        let unresolved = await reason(of: lost)
+        #expect(unresolved?.localizedDescription.contains("'nowhere.invalid:7878' could not be found") == true, "\(String(describing: unresolved))")
+        await lost.close()
+
+        // Never made available: nothing to wait for.
+        configuration.online = .init(rendezvous: "127.0.0.1:\(rendezvous.localAddress.port!)", room: .create, alsoNearby: false)
+        let idle = GKSession(sessionID: "online-test", displayName: "Idle", sessionMode: .peer, configuration: configuration)
+        let notAvailable = await reason(of: idle)
+        #expect(notAvailable?.code == .notConnectedError && notAvailable?.localizedDescription.contains("isAvailable") == true, "\(String(describing: notAvailable))")
+
+        // Cancelled while waiting (a rendezvous that never answers keeps it waiting 10 s).
+        configuration.online = .init(rendezvous: "127.0.0.1:9", room: .create, alsoNearby: false)
+        let waiting = GKSession(sessionID: "online-test", displayName: "Patient", sessionMode: .peer, configuration: configuration)
+        waiting.isAvailable = true
+        let task = Task { await reason(of: waiting) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        task.cancel()
+        let cancelled = await task.value
+        #expect(cancelled?.code == .cancelledError, "\(String(describing: cancelled))")
+        // A task cancelled before it asks ends at once too.
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await reason(of: waiting)
+        }
+        #expect(await early.value?.code == .cancelledError)
+
+        // Closed while waiting.
+        let closing = Task { await reason(of: waiting) }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        await waiting.close()
+        #expect(await closing.value?.code == .notConnectedError)
+        await idle.close()
+        await rendezvous.stop()
+    }
+
     @Test func configuredSTUNServersAreAskedAndABadOneFailsTheStartWithItsReason() async throws {
         let rendezvous = try await Self.rendezvous()
         // Another rendezvous stands in for a STUN server (it answers binding requests).
