@@ -97,7 +97,7 @@ struct TransportAllocations: AsyncParsableCommand {
             let (events, sink) = AsyncStream.makeStream(of: RoomEvent.self)
             let online = OnlineMachine.make(
                 rendezvous: [rendezvous], sessionKey: 0xA110_CA7E, request: request,
-                record: MemberRecord(peerID: peer, displayName: "peer \(peer)"), directPaths: false)
+                record: MemberRecord(peerID: peer, displayName: "peer \(peer)"), directPaths: false, now: .now())
             let endpoint = try await TransportEndpoint.bind(
                 to: SocketAddress(ipAddress: "127.0.0.1", port: 0), online: online, onEvent: onEvent, onRoomEvent: { sink.yield($0) })
             return (endpoint, events)

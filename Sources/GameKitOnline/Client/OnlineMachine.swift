@@ -72,7 +72,7 @@ package struct OnlineMachine: DatagramMachine {
     /// members. Nothing is sent before ``start(hostCandidates:now:)``.
     package static func make(
         rendezvous: [SocketAddress], sessionKey: UInt64, request: RoomRequest, record: MemberRecord, directPaths: Bool = true,
-        stunServers: [SocketAddress] = [], turn: TURNServer? = nil, now: NIODeadline = .now()
+        stunServers: [SocketAddress] = [], turn: TURNServer? = nil, now: NIODeadline
     ) -> OnlineMachine {
         var random = MachineRandom.system()
         let configuration = RoomClient.Configuration(rendezvous: rendezvous, sessionKey: sessionKey, request: request, record: record)

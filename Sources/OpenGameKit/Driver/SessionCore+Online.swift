@@ -73,7 +73,7 @@ extension SessionCore {
             isVisible: self.identity.mode != .client)
         return OnlineMachine.make(
             rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record, directPaths: online.directPaths,
-            stunServers: stunServers, turn: turn)
+            stunServers: stunServers, turn: turn, now: .now())
     }
 
     /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread); `what` names
