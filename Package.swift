@@ -84,6 +84,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .target(name: "COpenSSL", condition: .when(traits: ["OpenSSL"])),
+                "CSodium",
             ]
         ),
         // Online rooms: the rendezvous and relay (server side), and the session's side of them
@@ -169,6 +170,8 @@ let package = Package(
         .systemLibrary(name: "CPulse"),
         // OpenSSL's libcrypto for the transport's optional packet-cipher backend (trait OpenSSL).
         .systemLibrary(name: "COpenSSL"),
+        // libsodium's ristretto255 group for the handshake's PAKE (CPace; libsodium-dev).
+        .systemLibrary(name: "CSodium"),
         // Its headers live in /usr/include/webrtc_audio_processing, reached through the symlink
         // Sources/CWebRTCShim/system (pkg-config would bring flags SwiftPM refuses, with warnings).
         .target(
