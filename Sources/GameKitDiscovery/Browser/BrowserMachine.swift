@@ -50,6 +50,9 @@ struct BrowserMachine: Sendable {
     private(set) var browses: [ServiceType: QuerySchedule] = [:]
     private(set) var cache = RecordCache()
     private(set) var reported: [DNSName: ServiceInstance] = [:]
+    /// Goodbyes heard for each browsed type's instances (PTR records with TTL 0, once each):
+    /// how a browser tells an instance that was withdrawn from one that fell silent.
+    private(set) var goodbyesHeard: [DNSName: Int] = [:]
     /// The hosts of reported instances, updated wherever `reported` changes: `isInteresting`
     /// runs for every cached record on every cycle and must not search the instances each time.
     private var reportedHosts: Set<DNSName> = []
@@ -130,6 +133,7 @@ struct BrowserMachine: Sendable {
             for record in records.filter({ !isAddress($0) }) where self.isRelevant(record) {
                 let change = self.cache.insert(record, interfaceIndex: incoming.interfaceIndex, now: now, random: &self.random)
                 changed = changed || change == .added || change == .goodbye
+                if change == .goodbye, case .ptr = record.data { self.goodbyesHeard[record.name, default: 0] += 1 }
             }
             let addresses = records.filter(isAddress)
             if !addresses.isEmpty {

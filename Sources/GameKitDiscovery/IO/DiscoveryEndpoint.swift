@@ -215,6 +215,12 @@ public final class ServiceBrowser: AsyncSequence, Sendable {
         set { self.callback.withLockedValue { $0 = newValue } }
     }
 
+    /// Goodbyes heard so far for instances of this type (their PTR records withdrawn, RFC 6762
+    /// §10.1), counted once per record and interface.
+    public var goodbyesHeard: Int {
+        self.core.read { machine in machine.browser.goodbyesHeard[self.serviceType.domainName] ?? 0 }
+    }
+
     /// The instances resolved now.
     public var instances: [ServiceInstance] {
         self.core.read { machine in machine.browser.reported.values.filter { $0.serviceType == self.serviceType } }

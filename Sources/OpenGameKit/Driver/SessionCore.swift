@@ -317,6 +317,10 @@ final class SessionCore: @unchecked Sendable {
 
     var isClosed: Bool { self.lock.withLock { self.phase == .closed } }
 
+    /// Goodbyes this session's browser heard for its session's advertisements (for tests and
+    /// diagnostics: withdrawn peers, as against peers that fell silent).
+    var goodbyesHeard: Int { self.lock.withLock { self.browser?.goodbyesHeard ?? 0 } }
+
     /// The transport's local port, once bound.
     var transportPort: Int? { self.slot.current?.localAddress.port }
 
