@@ -25,12 +25,15 @@ er = X25519PrivateKey.from_private_bytes(responder_private)
 ei_pub = ei.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 er_pub = er.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 shared = ei.exchange(X25519PublicKey.from_public_bytes(er_pub))
-initiation_key = hkdf_expand(psk, b"ogk1 initiation" + ei_pub, 32)
-cancel_key = hkdf_expand(psk, b"ogk1 cancel" + ei_pub, 32)
-transcript = hashlib.sha256(b"initiation bytes" + b"response header").digest()
-okm = hkdf_expand(hkdf_extract(psk, shared), b"ogk1 session" + transcript, 96)
+# The handshake's keys (PROTOCOL §4.2): HKDF-SHA256 of CPace's intermediate session key (the
+# draft-irtf-cfrg-cpace ristretto255 vector's ISK_IR stands in for one) with the transcript hash as
+# salt; CPace itself is checked against the draft's own vectors in CPaceTests.
+isk = bytes.fromhex("b69effbf61b51d56401c0f65601abe428de8206feaaf0e32198896dcae7b35cd"
+                    "2b38950a39dfd5d4a79164614c2984f7daa460b588c1e80c3fa2068af7900447")
+transcript = hashlib.sha256(b"initiation header" + b"challenge header").digest()
+okm = hkdf_expand(hkdf_extract(transcript, isk), b"ogk2 handshake", 192)
 nonce = bytes(4) + (5).to_bytes(8, "big")
-sealed = ChaCha20Poly1305(okm[32:64]).encrypt(nonce, b"hello, link", bytes(16))
+sealed = ChaCha20Poly1305(okm[128:160]).encrypt(nonce, b"hello, link", bytes(16))
 mac = hmac.new(b"0123456789abcdef", b"message", hashlib.sha256).digest()[:16]
 first, second = sorted([ei_pub, er_pub])
 liveness_key = hkdf_expand(hkdf_extract(psk, shared), b"ogk1 liveness" + first + second, 32)
@@ -38,10 +41,11 @@ probe = bytes([10, 1, 0, 0]) + ei_pub + (0x0102030405060708).to_bytes(8, "big")
 probe += hmac.new(liveness_key, probe, hashlib.sha256).digest()[:16]
 reply = bytes([11, 1, 0, 0]) + (0x0102030405060708).to_bytes(8, "big")
 reply += hmac.new(liveness_key, reply, hashlib.sha256).digest()[:16]
-verification = hashlib.sha256(b"ogk1 verification" + transcript).digest()[:5]
+verification = hashlib.sha256(b"ogk2 verification" + transcript).digest()[:5]
 for name, value in [("psk", psk), ("pskEmpty", psk_empty), ("initiatorPublic", ei_pub), ("responderPublic", er_pub),
-                    ("shared", shared), ("initiationKey", initiation_key), ("cancelKey", cancel_key),
-                    ("responseKey", okm[:32]), ("initiatorToResponder", okm[32:64]), ("responderToInitiator", okm[64:]),
+                    ("shared", shared), ("challengeKey", okm[:32]), ("requestKey", okm[32:64]),
+                    ("responseKey", okm[64:96]), ("cancelKey", okm[96:128]),
+                    ("initiatorToResponder", okm[128:160]), ("responderToInitiator", okm[160:]),
                     ("sealedPacket5", sealed), ("truncatedMAC", mac),
                     ("livenessKey", liveness_key), ("probe", probe), ("probeReply", reply),
                     ("verification", verification)]:

@@ -51,14 +51,15 @@ struct HandshakeTests {
         #expect(network.nodes[a].machine.verificationCode(LinkID(rawValue: 0xDEAD)) == nil)
     }
 
-    @Test func handshakeCompletesInOneRoundTripForTheInitiator() {
+    @Test func handshakeTakesTwoRoundTripsForTheInitiator() {
         var network = VirtualNetwork()
         let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(10)))
         let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(10)))
         let start = network.now
         let link = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
         network.run(for: .seconds(1)) { $0.nodes[a].openedLinks.contains(link) }
-        #expect(network.now - start == .milliseconds(20))
+        // Share and challenge, then request and response (PROTOCOL §6.1).
+        #expect(network.now - start == .milliseconds(40))
     }
 
     @Test func wrongPasswordFailsOnBothSidesWithAuthenticationError() {
@@ -202,8 +203,9 @@ struct HandshakeTests {
         let a = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(50)))
         let b = network.addNode(profile: ImpairmentProfile(delay: .milliseconds(50)))
         let link = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
-        // B accepts at 50 ms; its response is in flight when A cancels at 60 ms.
-        network.run(for: .milliseconds(60))
+        // The challenge is back at 100 ms; B accepts the request at 150 ms; its response is in
+        // flight when A cancels at 160 ms.
+        network.run(for: .milliseconds(160))
         let cancelled = network.nodes[a].machine.cancelConnect(link, now: network.now)
         #expect(cancelled)
         network.run(for: .seconds(1))
@@ -213,7 +215,7 @@ struct HandshakeTests {
         #expect(network.nodes[b].openedLinks.isEmpty)
     }
 
-    @Test func acceptPayloadLargerThanTheInitiationAllowsIsRefused() {
+    @Test func acceptPayloadLargerThanADatagramIsRefused() {
         var network = VirtualNetwork()
         let a = network.addNode()
         let b = network.addNode()
@@ -221,19 +223,20 @@ struct HandshakeTests {
         _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(string: "hi"), timeout: nil, now: network.now)
         network.run(for: .milliseconds(10))
         let id = ConnectionRequest.ID(rawValue: 1)
-        // The initiation is 94 bytes; a response may carry 94 - 80 = 14 bytes.
-        #expect(throws: TransportError.payloadTooLarge(size: 15, limit: 14)) {
-            try network.nodes[b].machine.accept(id, payload: ByteBuffer(repeating: 1, count: 15), now: network.now)
+        let limit = 1200 - ResponseMessage.minimumSize
+        #expect(throws: TransportError.payloadTooLarge(size: limit + 1, limit: limit)) {
+            try network.nodes[b].machine.accept(id, payload: ByteBuffer(repeating: 1, count: limit + 1), now: network.now)
         }
+        // A response larger than the request it answers: the request proved its source's address.
         #expect(throws: Never.self) {
-            try network.nodes[b].machine.accept(id, payload: ByteBuffer(repeating: 1, count: 14), now: network.now)
+            try network.nodes[b].machine.accept(id, payload: ByteBuffer(repeating: 1, count: limit), now: network.now)
         }
     }
 
     @Test func initiationPayloadTooLargeForADatagramIsRefused() {
         var network = VirtualNetwork()
         let a = network.addNode()
-        let limit = 1200 - InitiationMessage.minimumSize
+        let limit = 1200 - RequestMessage.minimumSize
         #expect(throws: TransportError.payloadTooLarge(size: limit + 1, limit: limit)) {
             try network.nodes[a].machine.connect(to: VirtualNetwork.address(2), payload: ByteBuffer(repeating: 0, count: limit + 1), timeout: nil, now: network.now)
         }
@@ -258,13 +261,22 @@ struct HandshakeTests {
         _ = network.openLink(from: d, to: b, payload: ByteBuffer(repeating: 9, count: 40))
         _ = try! network.nodes[d].machine.connect(to: network.nodes[c].address, payload: ByteBuffer(), timeout: .seconds(2), now: network.now)
         network.run(for: .seconds(3))
+        // The smallest message an initiator sends (initiations are 72 bytes, requests at least 44).
         let initiationSizes = network.nodes.flatMap(\.sent).filter { $0.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue }.map(\.bytes.readableBytes)
         let smallestInitiation = initiationSizes.min()!
+        var repliesChecked = 0
         for node in [b, c] {
+            // Every reply to an address not yet proven (challenges, cookies, rejects); a response
+            // answers a request that opened under the challenge's keys, so its source is proven.
             for reply in network.nodes[node].sent where reply.bytes.getInteger(at: 0, as: UInt8.self) != PacketType.data.rawValue {
-                #expect(reply.bytes.readableBytes <= smallestInitiation)
+                if reply.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.response.rawValue, HandshakeKind.of(reply.bytes) == .sealed { continue }
+                let isChallenge = reply.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.response.rawValue
+                // A challenge answers an initiation; cookies and rejects fit in anything an initiator sends.
+                #expect(reply.bytes.readableBytes <= (isChallenge ? InitiationMessage.size : smallestInitiation))
+                repliesChecked += 1
             }
         }
+        #expect(repliesChecked >= 4)
     }
 
     // MARK: - Defence against floods
@@ -295,21 +307,46 @@ struct HandshakeTests {
         #expect(network.nodes[b].events.isEmpty)
     }
 
-    @Test func underLoadStateStaysBoundedAndUnconfirmedLinksExpire() {
+    @Test func underLoadStateStaysBoundedAndChallengesExpire() {
         var configuration = TransportConfiguration()
         configuration.cookieThreshold = 4
-        configuration.handshakeTimeout = .seconds(3)
         var network = VirtualNetwork()
-        let b = network.addNode(configuration: configuration)  // accepts every request
+        let b = network.addNode(configuration: configuration)
         Self.flood(&network, target: b, count: 300)
         var stats = network.nodes[b].machine.endpointStatistics
-        #expect(stats.connectionRequestsReceived == 4)
-        #expect(stats.unconfirmedLinks + stats.pendingRequests == 4)
+        #expect(stats.challengesSent == 4 && stats.pendingChallenges == 4)
         #expect(stats.cookieRepliesSent == 296)
-        network.run(for: .seconds(4))
+        #expect(stats.connectionRequestsReceived == 0)
+        network.run(for: .seconds(7))
         stats = network.nodes[b].machine.endpointStatistics
-        #expect(stats.unconfirmedLinks == 0 && stats.links == 0)
-        #expect(network.nodes[b].closeReasons == Array(repeating: .handshakeNotConfirmed, count: 4))
+        #expect(stats.pendingChallenges == 0 && stats.challengesExpired == 4)
+        #expect(network.nodes[b].events.isEmpty)
+        #expect(network.nodes[b].machine.guesses.count == 4)
+    }
+
+    @Test func anAcceptedLinkTheInitiatorNeverConfirmsExpires() {
+        var configuration = TransportConfiguration()
+        configuration.handshakeTimeout = .seconds(3)
+        var network = VirtualNetwork()
+        let a = network.addNode()
+        let b = network.addNode(configuration: configuration)
+        // Everything A sends after its request is lost: B's link never hears from it.
+        var requestSeen = false
+        let initiatorAddress = network.nodes[a].address
+        network.interceptor = { datagram in
+            guard datagram.source == initiatorAddress else { return true }
+            if requestSeen { return false }
+            if datagram.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue, HandshakeKind.of(datagram.bytes) == .sealed {
+                requestSeen = true
+            }
+            return true
+        }
+        _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .milliseconds(10))
+        #expect(network.nodes[b].machine.endpointStatistics.unconfirmedLinks == 1)
+        network.run(for: .seconds(4))
+        #expect(network.nodes[b].machine.endpointStatistics.unconfirmedLinks == 0)
+        #expect(network.nodes[b].closeReasons == [.handshakeNotConfirmed])
         #expect(network.nodes[b].openedLinks.isEmpty)
     }
 
@@ -323,22 +360,46 @@ struct HandshakeTests {
         #expect(network.nodes[b].machine.endpointStatistics.cookieRepliesSent == 1)
     }
 
-    @Test func unsupportedVersionIsAnsweredWithTheSpokenVersion() {
+    /// An OpenGameKit 0.1 initiator (version 1, whose initiation was sealed under the password)
+    /// and a future one (version 3) are both refused with the version this side speaks.
+    @Test(arguments: [UInt8(1), 3])
+    func unsupportedVersionIsAnsweredWithTheSpokenVersion(version: UInt8) {
         var network = VirtualNetwork()
         let a = network.addNode()
         let b = network.addNode()
         network.interceptor = { datagram in
-            // A future initiator: same layout, version 2.
             if datagram.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue {
-                datagram.bytes.setInteger(UInt8(2), at: 1)
+                datagram.bytes.setInteger(version, at: 1)
             }
             return true
         }
         _ = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
         network.run(for: .seconds(5)) { !$0.nodes[a].connectFailures.isEmpty }
-        #expect(network.nodes[a].connectFailures == [.unsupportedVersion(remote: 1)])
+        #expect(network.nodes[a].connectFailures == [.unsupportedVersion(remote: ProtocolVersion.current)])
         #expect(network.nodes[b].events.isEmpty)
         #expect(network.nodes[b].machine.endpointStatistics.unsupportedVersions >= 1)
+        #expect(network.nodes[b].machine.endpointStatistics.challengesSent == 0)
+    }
+
+    /// A 0.1 initiation as it was on the wire (type 4, version 1, an ephemeral key and a sealed
+    /// part), byte for byte in layout: the reject names version 2, which a 0.1 initiator reports
+    /// as `unsupportedVersion(remote: 2)`.
+    @Test func aVersionOneInitiationGetsARejectNamingVersionTwo() throws {
+        var network = VirtualNetwork()
+        let b = network.addNode()
+        network.nodes[b].recordSent = true
+        var old = ByteBuffer()
+        old.writeInteger(PacketType.initiation.rawValue)
+        old.writeInteger(UInt8(1))
+        old.writeInteger(UInt16(0))
+        old.writeInteger(UInt32(0xC0FFEE))
+        old.writeRepeatingByte(0x42, count: 32 + TransportParameters.encodedSize + 16 + 16)
+        network.injected.append(SimulatedDatagram(source: VirtualNetwork.address(9), destination: network.nodes[b].address, bytes: old))
+        network.run(for: .milliseconds(1))
+        let reply = try #require(network.nodes[b].sent.first?.bytes)
+        let reject = try #require(RejectMessage.decode(reply))
+        #expect(reject.reason == .unsupportedVersion && reject.version == 2 && reject.receiverIndex == 0xC0FFEE)
+        #expect(reject.echo == ByteBuffer(repeating: 0x42, count: 16))
     }
 
     // MARK: - Review findings
@@ -360,38 +421,29 @@ struct HandshakeTests {
         #expect(requests.count == 1)
     }
 
-    @Test func aLowOrderEphemeralKeyIsRefusedAtAccept() throws {
+    /// CPace's abort: an initiation whose share is the identity, or no group element at all, gets
+    /// no challenge (and the responder keeps nothing).
+    @Test(arguments: [
+        [UInt8](repeating: 0, count: 32),
+        CPaceTests.Vector.invalidEncoding,
+    ])
+    func aShareThatIsNotAGroupElementGetsNoChallenge(share: [UInt8]) throws {
         var network = VirtualNetwork()
         let b = network.addNode()
-        network.nodes[b].answer = nil
         network.nodes[b].recordSent = true
-        // A hand-made initiation whose ephemeral key is the point of order one (all zeros).
-        let zeroKey = ByteBuffer(repeating: 0, count: 32)
-        var header = ByteBuffer()
-        header.writeInteger(PacketType.initiation.rawValue)
-        header.writeInteger(ProtocolVersion.current)
-        header.writeInteger(UInt16(0))
-        header.writeInteger(UInt32(77))
-        header.writeImmutableBuffer(zeroKey)
-        var plaintext = ByteBuffer()
-        TransportConfiguration().localParameters.encode(into: &plaintext)
-        var datagram = header
-        AEAD.seal(plaintext, key: KeySchedule.initiationKey(psk: PreSharedKey(password: nil), initiatorEphemeral: zeroKey), counter: 0, authenticating: header, into: &datagram)
-        datagram.writeRepeatingByte(0, count: 16)
+        var datagram = ByteBuffer()
+        InitiationMessage(version: ProtocolVersion.current, senderIndex: 77, share: ByteBuffer(bytes: share), mac2: ByteBuffer())
+            .encodeWithoutMAC(into: &datagram)
+        datagram.writeRepeatingByte(0, count: WireSize.mac)
         network.injected.append(SimulatedDatagram(source: VirtualNetwork.address(9), destination: network.nodes[b].address, bytes: datagram))
         network.run(for: .milliseconds(1))
-        let request = try #require(network.nodes[b].events.compactMap { event -> ConnectionRequest? in
-            if case .connectionRequest(let request) = event { return request } else { return nil }
-        }.first)
-        #expect(throws: TransportError.authenticationFailed) {
-            try network.nodes[b].machine.accept(request.id, payload: ByteBuffer(), now: network.now)
-        }
-        network.run(for: .milliseconds(1))
-        #expect(network.nodes[b].sent.contains { $0.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.reject.rawValue })
-        #expect(network.nodes[b].machine.links.isEmpty)
+        let stats = network.nodes[b].machine.endpointStatistics
+        #expect(network.nodes[b].sent.isEmpty)
+        #expect(stats.challengesSent == 0 && stats.pendingChallenges == 0 && stats.droppedMalformed == 1)
+        #expect(network.nodes[b].machine.guesses.count == 0)
     }
 
-    @Test func failedAuthenticationsBeyondTheReplyBudgetRequireCookies() {
+    @Test func aFloodOfInitiationsGetsChallengesOnlyUpToTheCookieThreshold() {
         var network = VirtualNetwork()
         let b = network.addNode(configuration: TransportConfiguration(password: "right"))
         for index in 0..<300 {
@@ -400,14 +452,14 @@ struct HandshakeTests {
         }
         network.run(for: .milliseconds(1))
         let stats = network.nodes[b].machine.endpointStatistics
-        // About one bucket of rejects (100), then cookies before any key is derived.
-        #expect(stats.handshakeAuthenticationFailures <= 101)
-        #expect(stats.cookieRepliesSent >= 199)
+        // Sixteen challenges (the default cookie threshold), then cookies before any group operation.
+        #expect(stats.challengesSent == 16)
+        #expect(stats.cookieRepliesSent == 284)
     }
 
     @Test func repeatedCookiesDoNotMakeTheInitiatorSendFasterThanItsTimer() throws {
         var handshake = try InitiatorHandshake(
-            localIndex: 1, remoteAddress: VirtualNetwork.address(2), psk: PreSharedKey(password: nil),
+            localIndex: 1, remoteAddress: VirtualNetwork.address(2), secret: HandshakeSecret(password: nil),
             parameters: TransportConfiguration().localParameters, payload: ByteBuffer(), maxDatagramSize: 1200,
             now: .uptimeNanoseconds(0), timeout: .seconds(10)
         )
@@ -441,7 +493,7 @@ struct HandshakeTests {
         let source = VirtualNetwork.address(9)
         func initiation() throws -> ByteBuffer {
             try InitiatorHandshake(
-                localIndex: 4242, remoteAddress: network.nodes[b].address, psk: PreSharedKey(password: nil),
+                localIndex: 4242, remoteAddress: network.nodes[b].address, secret: HandshakeSecret(password: nil),
                 parameters: TransportConfiguration().localParameters, payload: ByteBuffer(), maxDatagramSize: 1200,
                 now: network.now, timeout: .seconds(10)
             ).datagram()
@@ -450,8 +502,7 @@ struct HandshakeTests {
             network.injected.append(SimulatedDatagram(source: source, destination: network.nodes[b].address, bytes: datagram))
         }
         network.run(for: .milliseconds(1))
-        let requests = network.nodes[b].events.filter { if case .connectionRequest = $0 { true } else { false } }
-        #expect(requests.count == 1)
+        #expect(network.nodes[b].machine.endpointStatistics.challengesSent == 1)
         #expect(network.nodes[b].machine.endpointStatistics.droppedStrayHandshake == 1)
     }
 }

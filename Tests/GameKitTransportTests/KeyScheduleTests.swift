@@ -13,18 +13,19 @@ struct KeyScheduleTests {
         static let initiatorPublic = "07a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c"
         static let responderPublic = "5714769d116bf76436ae74bc793d2c30ad1903c59ac5273805c7e2698b410c36"
         static let shared = "c9ea6a3f79a000b60b076d4afc990b272f3f0b5aaa3f0b8713c209273e363863"
-        static let initiationKey = "68923dcdbeb831c90bbf6aed629645ff2fc70a22786a3d34ab8b5a3e5c7f96f5"
-        static let cancelKey = "203f40c0a6c0ecb0fc3ff277fa444dbdea907842bcab0788bea7ea90d7676cee"
-        static let responseKey = "c495b1c4e5c13f5b68b8c4bf1a76fcaada18e203e5f913afc015517f52fc986d"
-        static let initiatorToResponder = "3821e04b7c7b470e72c5bae690990465247fff3ed8a94040bd79ec540967899c"
-        static let responderToInitiator = "e4fd3c00ba6caaa9445c7ef06187954928ec853b263a8cbab771f2eccf46311f"
-        static let sealedPacket5 = "c9a6bd3190ea5c2cc528dbeef19d27f07ef15c3c9f98cd0bd3e681"
+        static let challengeKey = "241a167a4c9496d48d4c773d38f91385d7515ec045b3225a87f514f3c86d6399"
+        static let requestKey = "05c5d1e23a2569b5784779fb9b75a88f6564704bf7c2122aac81cc068aaeb78b"
+        static let responseKey = "83365010cb6ab4db44fbe0aa17601782c786c74b20efc583219ff500c5e9051f"
+        static let cancelKey = "b8330c1882e26471a3b6573f91fc89585b5ca74f25ccea94be92a5b4a5705bf7"
+        static let initiatorToResponder = "e84ac7ad1cfe945b54e4c9cbf40c2a8d3943446440c24f9e13313d3d18e31f42"
+        static let responderToInitiator = "d76079566e6f77515627fc28044b3fc2d03b321637709fff4a88b9ebff5d1c82"
+        static let sealedPacket5 = "fd0c5298c3d00cc3e760c74070d4dd8c3450fdcb790e432036a3e9"
         static let truncatedMAC = "b04030fbf1408413d1d23995723584f5"
         static let livenessKey = "606713d6eb0e468bcf63c8cb3812f900b90a011983434db5bc9bab54a92e6dee"
         static let probe =
             "0a01000007a37cbc142093c8b755dc1b10e86cb426374ad16aa853ed0bdfc0b2b86d1c7c01020304050607086ee05ecd32428d808e9a12d77908a093"
         static let probeReply = "0b01000001020304050607086937d7f2506c3bfe5610f0b264705fd3"
-        static let verification = "ba136a9b1a"
+        static let verification = "394ac3acbd"
     }
 
     static func hex(_ key: SymmetricKey) -> String { key.withUnsafeBytes { Self.hex(Array($0)) } }
@@ -53,27 +54,46 @@ struct KeyScheduleTests {
     }
 
     @Test func handshakeKeysMatchTheVectors() {
-        let psk = PreSharedKey(password: Array("correct horse".utf8))
-        let ephemeral = ByteBuffer(bytes: self.initiator.publicKey.rawRepresentation)
-        #expect(Self.hex(self.initiator.publicKey.rawRepresentation) == Vector.initiatorPublic)
-        #expect(Self.hex(KeySchedule.initiationKey(psk: psk, initiatorEphemeral: ephemeral)) == Vector.initiationKey)
-        #expect(Self.hex(KeySchedule.cancelKey(psk: psk, initiatorEphemeral: ephemeral)) == Vector.cancelKey)
+        // CPace's intermediate session key: the draft's ristretto255 vector (CPaceTests).
+        let transcript = KeySchedule.transcriptHash(
+            initiationHeader: ByteBuffer(string: "initiation header"),
+            challengeHeader: ByteBuffer(string: "challenge header")
+        )
+        let keys = KeySchedule.handshakeKeys(intermediateKey: Self.bytes(CPaceTests.Vector.intermediateKey), transcriptHash: transcript)
+        #expect(Self.hex(keys.challenge) == Vector.challengeKey)
+        #expect(Self.hex(keys.request) == Vector.requestKey)
+        #expect(Self.hex(keys.response) == Vector.responseKey)
+        #expect(Self.hex(keys.cancel) == Vector.cancelKey)
+        #expect(Self.hex(keys.link.initiatorToResponder) == Vector.initiatorToResponder)
+        #expect(Self.hex(keys.link.responderToInitiator) == Vector.responderToInitiator)
+        #expect(Self.hex(keys.link.verification) == Vector.verification)
     }
 
-    @Test func sessionKeysMatchTheVectors() throws {
-        let psk = PreSharedKey(password: Array("correct horse".utf8))
-        #expect(Self.hex(self.responder.publicKey.rawRepresentation) == Vector.responderPublic)
-        let shared = try self.initiator.sharedSecretFromKeyAgreement(with: self.responder.publicKey)
-        #expect(shared.withUnsafeBytes { Self.hex(Array($0)) } == Vector.shared)
-        let transcript = KeySchedule.transcriptHash(
-            initiationWithoutMAC: ByteBuffer(string: "initiation bytes"),
-            responseHeader: ByteBuffer(string: "response header")
-        )
-        let (response, link) = KeySchedule.sessionKeys(sharedSecret: shared, psk: psk, transcriptHash: transcript)
-        #expect(Self.hex(response) == Vector.responseKey)
-        #expect(Self.hex(link.initiatorToResponder) == Vector.initiatorToResponder)
-        #expect(Self.hex(link.responderToInitiator) == Vector.responderToInitiator)
-        #expect(Self.hex(link.verification) == Vector.verification)
+    @Test func bothSidesOfACPaceRunDeriveTheSameKeysOnlyWithTheSamePassword() throws {
+        let secret = HandshakeSecret(password: Array("correct horse".utf8))
+        let (a, b) = (CPace.randomScalar(), CPace.randomScalar())
+        let ya = ByteBuffer(bytes: try #require(CPace.multiply(a, secret.generator)))
+        let yb = ByteBuffer(bytes: try #require(CPace.multiply(b, secret.generator)))
+        let (first, second) = (ByteBuffer(string: "initiation"), ByteBuffer(string: "challenge"))
+        let initiator = try #require(KeySchedule.handshakeKeys(
+            scalar: a, peerShare: yb, initiatorShare: ya, responderShare: yb, initiationHeader: first, challengeHeader: second))
+        let responder = try #require(KeySchedule.handshakeKeys(
+            scalar: b, peerShare: ya, initiatorShare: ya, responderShare: yb, initiationHeader: first, challengeHeader: second))
+        #expect(Self.hex(initiator.request) == Self.hex(responder.request))
+        #expect(Self.hex(initiator.link.initiatorToResponder) == Self.hex(responder.link.initiatorToResponder))
+        #expect(initiator.link.verification == responder.link.verification)
+        // A responder with another password: its share comes from another generator.
+        let other = HandshakeSecret(password: Array("correct horsE".utf8))
+        let yc = ByteBuffer(bytes: try #require(CPace.multiply(b, other.generator)))
+        let wrong = try #require(KeySchedule.handshakeKeys(
+            scalar: b, peerShare: ya, initiatorShare: ya, responderShare: yc, initiationHeader: first, challengeHeader: second))
+        let initiatorView = try #require(KeySchedule.handshakeKeys(
+            scalar: a, peerShare: yc, initiatorShare: ya, responderShare: yc, initiationHeader: first, challengeHeader: second))
+        #expect(Self.hex(wrong.request) != Self.hex(initiatorView.request))
+        // A share that is not a group element aborts.
+        #expect(KeySchedule.handshakeKeys(
+            scalar: a, peerShare: ByteBuffer(repeating: 0, count: 32), initiatorShare: ya, responderShare: yb,
+            initiationHeader: first, challengeHeader: second) == nil)
     }
 
     @Test func packetSealMatchesTheVectorAndOpens() throws {
@@ -105,6 +125,8 @@ struct KeyScheduleTests {
         let shared = try self.initiator.sharedSecretFromKeyAgreement(with: self.responder.publicKey)
         let initiatorKey = Array(self.initiator.publicKey.rawRepresentation)
         let responderKey = Array(self.responder.publicKey.rawRepresentation)
+        #expect(Self.hex(initiatorKey) == Vector.initiatorPublic && Self.hex(responderKey) == Vector.responderPublic)
+        #expect(shared.withUnsafeBytes { Self.hex(Array($0)) } == Vector.shared)
         let key = KeySchedule.livenessKey(sharedSecret: shared, psk: psk, publicKeys: (initiatorKey, responderKey))
         #expect(Self.hex(key) == Vector.livenessKey)
         // The order of the two public keys does not matter: both ends derive the same key.

@@ -127,18 +127,50 @@ struct WireTests {
 
     @Test func handshakeMessagesRoundTripAndRejectWrongSizes() {
         let key = ByteBuffer(repeating: 7, count: 32)
-        let initiation = InitiationMessage(version: 1, senderIndex: 42, ephemeralPublicKey: key, sealed: ByteBuffer(repeating: 1, count: 40), mac2: ByteBuffer(repeating: 2, count: 16))
+        let echo = ByteBuffer(repeating: 4, count: 16)
+        let initiation = InitiationMessage(version: 2, senderIndex: 42, share: key, mac2: ByteBuffer(repeating: 2, count: 16))
         var bytes = ByteBuffer()
         initiation.encodeWithoutMAC(into: &bytes)
+        #expect(bytes.readableBytes == InitiationMessage.headerSize)
         bytes.writeImmutableBuffer(initiation.mac2)
         #expect(InitiationMessage.decode(bytes) == initiation)
-        #expect(InitiationMessage.decode(bytes.getSlice(at: 0, length: InitiationMessage.minimumSize - 1)!) == nil)
+        #expect(HandshakeKind.of(bytes) == .share)
+        #expect(InitiationMessage.decode(bytes.getSlice(at: 0, length: InitiationMessage.size - 1)!) == nil)
+        var longer = bytes
+        longer.writeInteger(UInt8(0))
+        #expect(InitiationMessage.decode(longer) == nil)
 
-        let response = ResponseMessage(version: 1, senderIndex: 1, receiverIndex: 42, ephemeralPublicKey: key, sealed: ByteBuffer(repeating: 3, count: 36))
+        let challenge = ChallengeMessage(version: 2, receiverIndex: 42, echo: echo, share: key, tag: ByteBuffer(repeating: 3, count: 16))
+        var challengeBytes = ByteBuffer()
+        challenge.encodeHeader(into: &challengeBytes)
+        #expect(challengeBytes.readableBytes == ChallengeMessage.headerSize)
+        challengeBytes.writeImmutableBuffer(challenge.tag)
+        #expect(ChallengeMessage.decode(challengeBytes) == challenge)
+        #expect(ChallengeMessage.size <= InitiationMessage.size)
+        #expect(ChallengeMessage.decode(challengeBytes.getSlice(at: 0, length: ChallengeMessage.size - 1)!) == nil)
+        // The two kinds of one type are not confused.
+        #expect(ResponseMessage.decode(challengeBytes) == nil)
+        #expect(RequestMessage.decode(bytes) == nil)
+
+        let request = RequestMessage(version: 2, senderIndex: 42, sealed: ByteBuffer(repeating: 5, count: 40))
+        var requestBytes = ByteBuffer()
+        request.encodeHeader(into: &requestBytes)
+        requestBytes.writeImmutableBuffer(request.sealed)
+        #expect(RequestMessage.decode(requestBytes) == request)
+        #expect(HandshakeKind.of(requestBytes) == .sealed)
+        #expect(request.tag == ByteBuffer(repeating: 5, count: 16))
+        #expect(RequestMessage.decode(requestBytes.getSlice(at: 0, length: RequestMessage.minimumSize - 1)!) == nil)
+        #expect(InitiationMessage.decode(requestBytes) == nil)
+
+        let response = ResponseMessage(version: 2, senderIndex: 1, receiverIndex: 42, sealed: ByteBuffer(repeating: 3, count: 36))
         var responseBytes = ByteBuffer()
         response.encode(into: &responseBytes)
         #expect(ResponseMessage.decode(responseBytes) == response)
         #expect(ResponseMessage.decode(responseBytes.getSlice(at: 0, length: ResponseMessage.minimumSize - 1)!) == nil)
+        #expect(ChallengeMessage.decode(responseBytes) == nil)
+        // A kind byte that names neither.
+        responseBytes.setInteger(UInt8(9), at: 2)
+        #expect(HandshakeKind.of(responseBytes) == nil)
 
         let reject = RejectMessage(version: 1, reason: .denied, receiverIndex: 42, code: 99, echo: ByteBuffer(repeating: 4, count: 16))
         var rejectBytes = ByteBuffer()

@@ -87,7 +87,10 @@ struct SessionLoopbackTests {
         let all = try await Self.sessions([("Server", .server), ("Client", .client)], answer: .none)
         let (server, client) = (all[0], all[1])
         #expect(await client.waitUntilSees(server.session))
-        client.session.connect(toPeer: server.session.peerID, withTimeout: 1)
+        // The request reaches the server after the transport's first round trip and a half
+        // (share, challenge, request): beside the whole in-process pass, where a connect took
+        // 1.1–1.9 s, a 1 s timeout ended some attempts before the server heard them.
+        client.session.connect(toPeer: server.session.peerID, withTimeout: 5)
         #expect(await server.wait(for: .request(client.session.peerID, name: "Client")))
         #expect(server.events.contains(.state(client.session.peerID, .stateConnecting)))
         #expect(client.events.contains(.state(server.session.peerID, .stateConnecting)))

@@ -7,10 +7,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The optional session password, turned into the key material every handshake key depends on.
-///
-/// Without a password the key is derived from the empty string, so the handshake still binds both
-/// sides to "no password" and a side that has one fails cleanly against a side that has none.
+/// The optional session password as key material for liveness probes (PROTOCOL §4.8), where it
+/// is only ever mixed with a Diffie-Hellman secret of the two endpoints' static keys. The
+/// handshake does not use it: it runs CPace on the password itself (``HandshakeSecret``).
 struct PreSharedKey: Sendable {
     let key: SymmetricKey
 
@@ -21,6 +20,33 @@ struct PreSharedKey: Sendable {
         )
         self.key = SymmetricKey(data: prk)
     }
+}
+
+/// What a handshake's CPace run starts from: the generator the password gives. Computed once per
+/// endpoint; without a password the password is the empty string, so that a side with one fails
+/// cleanly against a side without.
+struct HandshakeSecret: Sendable {
+    /// CPace's channel identifier: binds a run to this protocol and its version.
+    static let channel = Array("OpenGameKit transport v2".utf8)
+
+    let generator: [UInt8]
+
+    init(password: [UInt8]?) {
+        self.generator = CPace.generator(password: password ?? [], channel: Self.channel, sessionID: [])
+    }
+}
+
+/// Every key one handshake derives from its CPace key and transcript (PROTOCOL §4.2).
+struct HandshakeKeys: Sendable {
+    /// The responder's key confirmation: the tag of the challenge.
+    var challenge: SymmetricKey
+    /// Seals the initiator's request (and so confirms the initiator's key).
+    var request: SymmetricKey
+    /// Seals the responder's acceptance.
+    var response: SymmetricKey
+    /// Authenticates the initiator's cancel.
+    var cancel: SymmetricKey
+    var link: LinkKeys
 }
 
 /// The keys of one established link, one per direction.
@@ -36,11 +62,9 @@ struct LinkKeys: Sendable {
 enum KeySchedule {
     enum Label {
         static let preSharedKey = "OpenGameKit v1 psk"
-        static let initiation = "ogk1 initiation"
-        static let cancel = "ogk1 cancel"
-        static let session = "ogk1 session"
+        static let handshake = "ogk2 handshake"
         static let liveness = "ogk1 liveness"
-        static let verification = "ogk1 verification"
+        static let verification = "ogk2 verification"
     }
 
     /// Bytes of a verification code.
@@ -64,56 +88,52 @@ enum KeySchedule {
             using: SHA256.self, salt: salt, sharedInfo: Array(Label.liveness.utf8) + first + second, outputByteCount: 32)
     }
 
-    /// Seals the initiation's parameters and payload; proves the initiator holds the password.
-    static func initiationKey(psk: PreSharedKey, initiatorEphemeral: ByteBuffer) -> SymmetricKey {
-        HKDF<SHA256>.expand(
-            pseudoRandomKey: psk.key,
-            info: Array(Label.initiation.utf8) + Array(buffer: initiatorEphemeral),
-            outputByteCount: 32
-        )
-    }
-
-    /// Authenticates a cancel message for the initiation made with `initiatorEphemeral`.
-    static func cancelKey(psk: PreSharedKey, initiatorEphemeral: ByteBuffer) -> SymmetricKey {
-        HKDF<SHA256>.expand(
-            pseudoRandomKey: psk.key,
-            info: Array(Label.cancel.utf8) + Array(buffer: initiatorEphemeral),
-            outputByteCount: 32
-        )
-    }
-
-    /// The transcript hash: SHA-256 over the initiation (without mac2) and the response header.
-    static func transcriptHash(initiationWithoutMAC: ByteBuffer, responseHeader: ByteBuffer) -> [UInt8] {
+    /// The transcript hash: SHA-256 over the initiation and the challenge, each without its last
+    /// 16 bytes (`mac2`, the tag).
+    static func transcriptHash(initiationHeader: ByteBuffer, challengeHeader: ByteBuffer) -> [UInt8] {
         var hasher = SHA256()
-        initiationWithoutMAC.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
-        responseHeader.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+        initiationHeader.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+        challengeHeader.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
         return Array(hasher.finalize())
     }
 
-    /// The response key and both directions' packet keys, from the X25519 shared secret, the
-    /// password and the transcript.
-    static func sessionKeys(
-        sharedSecret: SharedSecret,
-        psk: PreSharedKey,
-        transcriptHash: [UInt8]
-    ) -> (response: SymmetricKey, link: LinkKeys) {
-        let salt = psk.key.withUnsafeBytes { Array($0) }
-        let okm = sharedSecret.hkdfDerivedSymmetricKey(
-            using: SHA256.self,
-            salt: salt,
-            sharedInfo: Array(Label.session.utf8) + transcriptHash,
-            outputByteCount: 96
+    /// The handshake's keys: HKDF-SHA256 with CPace's intermediate session key as input, the
+    /// transcript hash as salt.
+    static func handshakeKeys(intermediateKey: [UInt8], transcriptHash: [UInt8]) -> HandshakeKeys {
+        let okm = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: intermediateKey),
+            salt: transcriptHash,
+            info: Array(Label.handshake.utf8),
+            outputByteCount: 192
         )
         return okm.withUnsafeBytes { bytes in
-            (
-                SymmetricKey(data: bytes[0..<32]),
-                LinkKeys(
-                    initiatorToResponder: SymmetricKey(data: bytes[32..<64]),
-                    responderToInitiator: SymmetricKey(data: bytes[64..<96]),
+            HandshakeKeys(
+                challenge: SymmetricKey(data: bytes[0..<32]),
+                request: SymmetricKey(data: bytes[32..<64]),
+                response: SymmetricKey(data: bytes[64..<96]),
+                cancel: SymmetricKey(data: bytes[96..<128]),
+                link: LinkKeys(
+                    initiatorToResponder: SymmetricKey(data: bytes[128..<160]),
+                    responderToInitiator: SymmetricKey(data: bytes[160..<192]),
                     verification: Self.verificationCode(transcriptHash: transcriptHash)
                 )
             )
         }
+    }
+
+    /// Both sides' half of a handshake's key derivation: CPace's key from `scalar` and the
+    /// other's share, then ``handshakeKeys(intermediateKey:transcriptHash:)``. Nil when the
+    /// other's share is not a group element or gives the identity (CPace's abort).
+    static func handshakeKeys(
+        scalar: [UInt8], peerShare: ByteBuffer, initiatorShare: ByteBuffer, responderShare: ByteBuffer,
+        initiationHeader: ByteBuffer, challengeHeader: ByteBuffer
+    ) -> HandshakeKeys? {
+        guard let point = CPace.multiply(scalar, Array(buffer: peerShare)) else { return nil }
+        let isk = CPace.intermediateKey(
+            sessionID: [], sharedPoint: point,
+            initiatorShare: Array(buffer: initiatorShare), initiatorData: [], responderShare: Array(buffer: responderShare), responderData: [])
+        let transcript = Self.transcriptHash(initiationHeader: initiationHeader, challengeHeader: challengeHeader)
+        return Self.handshakeKeys(intermediateKey: isk, transcriptHash: transcript)
     }
 
     /// X25519 with the peer's raw public key; nil when the key is malformed or the result is all

@@ -5,7 +5,8 @@ import NIOCore
 extension EndpointMachine {
     // MARK: - Responder
 
-    mutating func handleInitiation(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+    /// Type 4: an initiation or a request, after a version check common to both.
+    mutating func handleInitiatorMessage(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
         guard let peek = InitiationMessage.peekVersionAndEcho(datagram) else {
             self.statistics.droppedMalformed += 1
             return
@@ -19,6 +20,14 @@ extension EndpointMachine {
             }
             return
         }
+        switch HandshakeKind.of(datagram) {
+        case .share: self.handleInitiation(datagram, from: address, now: now)
+        case .sealed: self.handleRequest(datagram, from: address, now: now)
+        case nil: self.statistics.droppedMalformed += 1
+        }
+    }
+
+    private mutating func handleInitiation(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
         guard let message = InitiationMessage.decode(datagram) else {
             self.statistics.droppedMalformed += 1
             return
@@ -26,10 +35,9 @@ extension EndpointMachine {
         let source = HandshakeSource(address: address, index: message.senderIndex)
         if self.answerRepeat(of: message, from: source, now: now) { return }
 
-        // Under load (handshakes awaiting an answer or a confirmation, or the reply budget spent
-        // on failed authentications), an initiation must carry a valid cookie MAC before any
-        // cryptography is done for it.
-        let withoutMAC = datagram.getSlice(at: datagram.readerIndex, length: datagram.readableBytes - WireSize.mac)!
+        // Under load (handshakes in progress, or the reply budget spent), an initiation must carry
+        // a valid cookie MAC before any cryptography is done for it.
+        let withoutMAC = datagram.getSlice(at: datagram.readerIndex, length: InitiationMessage.headerSize)!
         let underLoad = self.handshakesInProgress >= self.configuration.cookieThreshold || !self.replyLimiter.hasTokens(now: now)
         if underLoad,
             !self.cookies.isValid(mac2: message.mac2, message: withoutMAC, from: address)
@@ -42,59 +50,95 @@ extension EndpointMachine {
             self.statistics.droppedOverload += 1
             return
         }
-        switch ResponderHandshake.verify(message, datagram: datagram, psk: self.psk) {
-        case .failure(.authentication):
-            self.statistics.handshakeAuthenticationFailures += 1
-            guard self.replyLimiter.take(now: now) else { return }
-            self.outbox.append((address, ResponderHandshake.reject(.authenticationFailed, receiverIndex: message.senderIndex, echo: message.echo)))
-            self.events.append(.handshakeFailed(remoteAddress: address, .authenticationFailed))
-        case .failure(.malformed):
-            self.statistics.droppedMalformed += 1
-        case .success(let verified):
-            let id = ConnectionRequest.ID(rawValue: self.nextRequestID)
-            self.nextRequestID += 1
-            self.requests[id] = PendingRequest(
-                id: id,
-                source: source,
-                ephemeralPublicKey: message.ephemeralPublicKey.detached(),
-                initiationWithoutMAC: verified.initiationWithoutMAC.detached(),
-                initiationSize: datagram.readableBytes,
-                parameters: verified.parameters,
-                payload: verified.payload,
-                cancelKey: verified.cancelKey,
-                lastSeen: now
-            )
-            self.requestsBySource[source] = id
-            self.statistics.connectionRequestsReceived += 1
-            self.events.append(.connectionRequest(ConnectionRequest(id: id, remoteAddress: address, payload: verified.payload)))
+        // Each challenge answers one password guess: a source that spent its guesses gets none.
+        guard self.guesses.admit(address, now: now) else {
+            self.statistics.guessesLimited += 1
+            return
         }
+        guard let (challenge, keys) = ResponderHandshake.challenge(message, datagram: datagram, secret: self.secret) else {
+            // A share that is not a group element: no honest initiator sends one.
+            self.guesses.finish(address, failed: false, now: now)
+            self.statistics.droppedMalformed += 1
+            return
+        }
+        self.challenges[source] = ChallengedHandshake(share: message.share.detached(), challenge: challenge, keys: keys, lastSeen: now)
+        self.statistics.challengesSent += 1
+        self.outbox.append((address, challenge))
     }
 
-    /// Handles a repeat of an initiation already seen: the same answer again, or a refreshed
-    /// request; drops an initiation that collides with a live handshake of the same source.
-    /// Returns false when the initiation is new.
+    /// Handles a repeat of an initiation already seen: the same challenge again, or nothing once
+    /// the handshake went further; drops an initiation that collides with a live handshake of the
+    /// same source. Returns false when the initiation is new.
     private mutating func answerRepeat(of message: InitiationMessage, from source: HandshakeSource, now: NIODeadline) -> Bool {
-        if let accepted = self.accepted[source], accepted.ephemeralPublicKey == message.ephemeralPublicKey {
-            self.links[accepted.linkIndex]?.machine.responseSentAt = nil
-            self.fileTimer(of: accepted.linkIndex)
-            self.outbox.append((source.address, accepted.response))
+        if let challenged = self.challenges[source], challenged.share == message.share {
+            self.challenges[source]!.lastSeen = now
+            self.outbox.append((source.address, challenged.challenge))
             return true
         }
-        if let answer = self.answered[source], answer.ephemeralPublicKey == message.ephemeralPublicKey {
-            if let reply = answer.reply { self.outbox.append((source.address, reply)) }
-            return true
-        }
-        if let id = self.requestsBySource[source], self.requests[id]?.ephemeralPublicKey == message.ephemeralPublicKey {
-            self.requests[id]!.lastSeen = now
-            return true
-        }
-        if self.requestsBySource[source] != nil || self.accepted[source] != nil {
+        if let id = self.requestsBySource[source], self.requests[id]?.share == message.share { return true }
+        if self.accepted[source]?.share == message.share || self.answered[source]?.share == message.share { return true }
+        if self.challenges[source] != nil || self.requestsBySource[source] != nil || self.accepted[source] != nil {
             // Another handshake from the same address and index is under way: no honest initiator
-            // reuses its index with a new key, and letting it through would mix up the two.
+            // reuses its index with a new share, and letting it through would mix up the two.
             self.statistics.droppedStrayHandshake += 1
             return true
         }
         return false
+    }
+
+    /// The initiator's request: it opens under the challenge's keys (the same password), or the
+    /// handshake fails on both sides with a wrong password.
+    private mutating func handleRequest(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+        guard let message = RequestMessage.decode(datagram) else {
+            self.statistics.droppedMalformed += 1
+            return
+        }
+        let source = HandshakeSource(address: address, index: message.senderIndex)
+        let tag = message.tag
+        if let id = self.requestsBySource[source], self.requests[id]?.requestTag == tag {
+            self.requests[id]!.lastSeen = now
+            return
+        }
+        if let accepted = self.accepted[source], accepted.requestTag == tag {
+            self.links[accepted.linkIndex]?.machine.responseSentAt = nil
+            self.fileTimer(of: accepted.linkIndex)
+            self.outbox.append((source.address, accepted.response))
+            return
+        }
+        if let answer = self.answered[source], answer.requestTag == tag {
+            if let reply = answer.reply { self.outbox.append((source.address, reply)) }
+            return
+        }
+        guard let challenged = self.challenges.removeValue(forKey: source) else {
+            self.statistics.droppedStrayHandshake += 1
+            return
+        }
+        guard let (parameters, payload) = ResponderHandshake.open(message, datagram: datagram, keys: challenged.keys) else {
+            self.guesses.finish(address, failed: true, now: now)
+            self.statistics.handshakeAuthenticationFailures += 1
+            let echo = challenged.share.getSlice(at: challenged.share.readerIndex, length: WireSize.echo)!
+            let reject = ResponderHandshake.reject(.authenticationFailed, receiverIndex: message.senderIndex, echo: echo)
+            self.answered[source] = AnsweredHandshake(share: challenged.share, requestTag: tag.detached(), reply: reject, until: now + Self.answerLifetime)
+            self.events.append(.handshakeFailed(remoteAddress: address, .authenticationFailed))
+            if self.replyLimiter.take(now: now) { self.outbox.append((address, reject)) }
+            return
+        }
+        self.guesses.finish(address, failed: false, now: now)
+        let id = ConnectionRequest.ID(rawValue: self.nextRequestID)
+        self.nextRequestID += 1
+        self.requests[id] = PendingRequest(
+            id: id,
+            source: source,
+            share: challenged.share,
+            requestTag: tag.detached(),
+            keys: challenged.keys,
+            parameters: parameters,
+            payload: payload.detached(),
+            lastSeen: now
+        )
+        self.requestsBySource[source] = id
+        self.statistics.connectionRequestsReceived += 1
+        self.events.append(.connectionRequest(ConnectionRequest(id: id, remoteAddress: address, payload: self.requests[id]!.payload)))
     }
 
     mutating func handleCancel(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
@@ -104,7 +148,7 @@ extension EndpointMachine {
         }
         let source = HandshakeSource(address: address, index: message.senderIndex)
         if let id = self.requestsBySource[source], let request = self.requests[id] {
-            guard ResponderHandshake.isAuthentic(cancel: datagram, cancelKey: request.cancelKey) else {
+            guard ResponderHandshake.isAuthentic(cancel: datagram, cancelKey: request.keys.cancel) else {
                 self.statistics.droppedStrayHandshake += 1
                 return
             }
@@ -126,7 +170,39 @@ extension EndpointMachine {
 
     // MARK: - Initiator
 
-    mutating func handleResponse(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+    /// Type 5: a challenge or a response.
+    mutating func handleResponderMessage(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+        switch HandshakeKind.of(datagram) {
+        case .share: self.handleChallenge(datagram, from: address, now: now)
+        case .sealed: self.handleResponse(datagram, from: address, now: now)
+        case nil: self.statistics.droppedMalformed += 1
+        }
+    }
+
+    private mutating func handleChallenge(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
+        guard let message = ChallengeMessage.decode(datagram) else {
+            self.statistics.droppedMalformed += 1
+            return
+        }
+        let index = message.receiverIndex
+        guard self.initiators[index] != nil else {
+            self.statistics.droppedStrayHandshake += 1
+            return
+        }
+        switch self.initiators[index]!.handleChallenge(message, datagram: datagram, now: now) {
+        case .ignored:
+            self.statistics.droppedStrayHandshake += 1
+        case .request(let request):
+            self.outbox.append((self.initiators[index]!.remoteAddress, request))
+        case .wrongPassword(let request):
+            let initiator = self.initiators.removeValue(forKey: index)!
+            self.statistics.handshakeAuthenticationFailures += 1
+            self.outbox.append((initiator.remoteAddress, request))
+            self.events.append(.connectFailed(LinkID(rawValue: index), .authenticationFailed))
+        }
+    }
+
+    private mutating func handleResponse(_ datagram: ByteBuffer, from address: SocketAddress, now: NIODeadline) {
         guard let message = ResponseMessage.decode(datagram) else {
             self.statistics.droppedMalformed += 1
             return
@@ -138,7 +214,7 @@ extension EndpointMachine {
             return
         }
         guard
-            let initiator = self.initiators[index], let completion = initiator.complete(with: message),
+            let initiator = self.initiators[index], let completion = initiator.complete(with: message, datagram: datagram),
             // A response naming a cipher this side did not offer is ignored like an invalid one.
             let cipher = DataCipher.chosen(inResponse: completion.peerParameters.dataCiphers, offer: self.localParameters.dataCiphers)
         else {

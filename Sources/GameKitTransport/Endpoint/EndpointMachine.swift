@@ -41,12 +41,17 @@ struct EndpointMachine: DatagramMachine {
     static let answerLifetime = TimeAmount.seconds(10)
 
     private(set) var configuration: TransportConfiguration
+    /// The password as liveness key material (never used by the handshake).
     let psk: PreSharedKey
+    /// The password's CPace generator, which every handshake starts from.
+    let secret: HandshakeSecret
     let localParameters: TransportParameters
 
     var links: [UInt32: LinkSlot] = [:]
     var initiators: [UInt32: InitiatorHandshake] = [:]
     var withdrawnInitiations: [UInt32: WithdrawnInitiation] = [:]
+    var challenges: [HandshakeSource: ChallengedHandshake] = [:]
+    var guesses = GuessLimiter()
     var requests: [ConnectionRequest.ID: PendingRequest] = [:]
     var requestsBySource: [HandshakeSource: ConnectionRequest.ID] = [:]
     var accepted: [HandshakeSource: AcceptedHandshake] = [:]
@@ -85,6 +90,7 @@ struct EndpointMachine: DatagramMachine {
         try configuration.validate()
         self.configuration = configuration
         self.psk = PreSharedKey(password: configuration.preSharedKey)
+        self.secret = HandshakeSecret(password: configuration.preSharedKey)
         self.localParameters = configuration.localParameters
         self.cookies = CookieGenerator(now: now)
         self.lastNow = now
@@ -135,7 +141,7 @@ struct EndpointMachine: DatagramMachine {
         let initiator = try InitiatorHandshake(
             localIndex: index,
             remoteAddress: address,
-            psk: self.psk,
+            secret: self.secret,
             parameters: self.localParameters,
             payload: payload,
             maxDatagramSize: self.configuration.maxDatagramSize,
@@ -156,38 +162,27 @@ struct EndpointMachine: DatagramMachine {
     /// Accepts a connection request; the link opens when the initiator confirms.
     mutating func accept(_ id: ConnectionRequest.ID, payload: ByteBuffer, now: NIODeadline) throws(TransportError) -> LinkID {
         guard let request = self.requests[id] else { throw .unknownConnectionRequest }
-        let limit = ResponderHandshake.maximumResponsePayload(
-            initiationSize: request.initiationSize,
-            maxDatagramSize: self.configuration.maxDatagramSize
-        )
+        let limit = ResponderHandshake.maximumResponsePayload(maxDatagramSize: self.configuration.maxDatagramSize)
         guard payload.readableBytes <= limit else { throw .payloadTooLarge(size: payload.readableBytes, limit: limit) }
         self.removeRequest(id)
         let index = self.allocateIndex()
         let cipher = DataCipher.choice(forOffer: request.parameters.dataCiphers, preference: self.configuration.dataCipher)
         var responseParameters = self.localParameters
         responseParameters.dataCiphers = cipher.rawValue
-        guard
-            let (response, keys) = ResponderHandshake.respond(
-                initiatorEphemeral: request.ephemeralPublicKey,
-                initiatorIndex: request.source.index,
-                initiationWithoutMAC: request.initiationWithoutMAC,
-                localIndex: index,
-                parameters: responseParameters,
-                payload: payload,
-                psk: self.psk
-            )
-        else {
-            // A low-order ephemeral key: no honest initiator sends one. Refuse like a bad password.
-            self.outbox.append((request.source.address, ResponderHandshake.reject(.authenticationFailed, receiverIndex: request.source.index, echo: request.echo)))
-            throw .authenticationFailed
-        }
+        let response = ResponderHandshake.respond(
+            initiatorIndex: request.source.index,
+            localIndex: index,
+            parameters: responseParameters,
+            payload: payload,
+            keys: request.keys
+        )
         let parameters = LinkParameters(configuration: self.configuration, local: self.localParameters, peer: request.parameters)
         self.links[index] = LinkSlot(LinkMachine(
             localIndex: index,
             remoteIndex: request.source.index,
             role: .responder,
             remoteAddress: request.source.address,
-            keys: keys,
+            keys: request.keys.link,
             cipher: cipher,
             parameters: parameters,
             now: now
@@ -195,9 +190,10 @@ struct EndpointMachine: DatagramMachine {
         self.fileTimer(of: index)
         self.accepted[request.source] = AcceptedHandshake(
             linkIndex: index,
-            ephemeralPublicKey: request.ephemeralPublicKey,
+            share: request.share,
+            requestTag: request.requestTag,
             response: response,
-            cancelKey: request.cancelKey,
+            cancelKey: request.keys.cancel,
             initiationPayload: request.payload
         )
         self.acceptedByLink[index] = request.source
@@ -211,7 +207,8 @@ struct EndpointMachine: DatagramMachine {
         self.removeRequest(id)
         let reject = ResponderHandshake.reject(.denied, code: code, receiverIndex: request.source.index, echo: request.echo)
         self.answered[request.source] = AnsweredHandshake(
-            ephemeralPublicKey: request.ephemeralPublicKey,
+            share: request.share,
+            requestTag: request.requestTag,
             reply: reject,
             until: now + Self.answerLifetime
         )
@@ -290,7 +287,7 @@ struct EndpointMachine: DatagramMachine {
 
     /// Handshakes this side answers that hold state: requests awaiting the application, and
     /// accepted links awaiting the initiator's confirmation.
-    var handshakesInProgress: Int { self.requests.count + self.accepted.count }
+    var handshakesInProgress: Int { self.challenges.count + self.requests.count + self.accepted.count }
 
     func verificationCode(_ link: LinkID) -> [UInt8]? {
         self.links[link.rawValue]?.machine.verificationCode
@@ -310,6 +307,7 @@ struct EndpointMachine: DatagramMachine {
         snapshot.livenessAnswersAccepted = UInt64(watcher.answersAccepted)
         snapshot.livenessAnswersIgnored = UInt64(watcher.answersIgnored)
         snapshot.livenessSuspicionsCleared = UInt64(watcher.suspicionsCleared)
+        snapshot.pendingChallenges = self.challenges.count
         snapshot.pendingRequests = self.requests.count
         snapshot.unconfirmedLinks = self.accepted.count
         snapshot.pendingInitiations = self.initiators.count
@@ -337,8 +335,8 @@ struct EndpointMachine: DatagramMachine {
         }
         switch type {
         case .data: self.handleData(datagram, from: address, now: now)
-        case .initiation: self.handleInitiation(datagram, from: address, now: now)
-        case .response: self.handleResponse(datagram, from: address, now: now)
+        case .initiation: self.handleInitiatorMessage(datagram, from: address, now: now)
+        case .response: self.handleResponderMessage(datagram, from: address, now: now)
         case .reject: self.handleReject(datagram)
         case .cookie: self.handleCookie(datagram, now: now)
         case .cancel: self.handleCancel(datagram, from: address, now: now)
@@ -388,6 +386,7 @@ struct EndpointMachine: DatagramMachine {
     var nextDeadline: NIODeadline? {
         var deadline: NIODeadline?
         for initiator in self.initiators.values { deadline = deadline.earliest(initiator.nextDeadline) }
+        for challenge in self.challenges.values { deadline = deadline.earliest(challenge.lastSeen + Self.requestLifetime) }
         for request in self.requests.values { deadline = deadline.earliest(request.lastSeen + Self.requestLifetime) }
         for answer in self.answered.values { deadline = deadline.earliest(answer.until) }
         for withdrawn in self.withdrawnInitiations.values { deadline = deadline.earliest(withdrawn.until) }
@@ -416,6 +415,12 @@ struct EndpointMachine: DatagramMachine {
             case .retransmit(let datagram): self.outbox.append((self.initiators[index]!.remoteAddress, datagram))
             case .fail: self.withdraw(index, reason: .timedOut, error: .timedOut, now: now)
             }
+        }
+        // A challenge no request followed is a guess that failed (or an initiator that vanished).
+        for (source, challenge) in self.challenges where now >= challenge.lastSeen + Self.requestLifetime {
+            self.challenges[source] = nil
+            self.guesses.finish(source.address, failed: true, now: now)
+            self.statistics.challengesExpired += 1
         }
         for (id, request) in self.requests.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where now >= request.lastSeen + Self.requestLifetime {
             self.removeRequest(id)
@@ -512,7 +517,8 @@ struct EndpointMachine: DatagramMachine {
                 if let source = self.acceptedByLink.removeValue(forKey: index), let accepted = self.accepted.removeValue(forKey: source) {
                     payload = accepted.initiationPayload
                     self.answered[source] = AnsweredHandshake(
-                        ephemeralPublicKey: accepted.ephemeralPublicKey,
+                        share: accepted.share,
+                        requestTag: accepted.requestTag,
                         reply: nil,
                         until: self.lastNow + Self.answerLifetime
                     )
@@ -551,9 +557,10 @@ struct EndpointMachine: DatagramMachine {
     @discardableResult
     mutating func withdraw(_ index: UInt32, reason: CancelReason, error: TransportError, now: NIODeadline) -> Bool {
         guard let initiator = self.initiators.removeValue(forKey: index) else { return false }
-        let cancel = initiator.cancelDatagram(reason: reason)
-        self.outbox.append((initiator.remoteAddress, cancel))
-        self.withdrawnInitiations[index] = WithdrawnInitiation(cancel: cancel, until: now + Self.answerLifetime)
+        if let cancel = initiator.cancelDatagram(reason: reason) {
+            self.outbox.append((initiator.remoteAddress, cancel))
+            self.withdrawnInitiations[index] = WithdrawnInitiation(cancel: cancel, until: now + Self.answerLifetime)
+        }
         self.events.append(.connectFailed(LinkID(rawValue: index), error))
         return true
     }

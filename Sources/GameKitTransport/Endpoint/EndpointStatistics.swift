@@ -18,8 +18,15 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var droppedOverload: UInt64 = 0
     /// Initiations of a protocol version this endpoint does not speak.
     public var unsupportedVersions: UInt64 = 0
-    /// Initiations refused for failing authentication.
+    /// Handshakes that failed on a wrong password: requests that did not open (as responder),
+    /// challenges whose confirmation was wrong (as initiator).
     public var handshakeAuthenticationFailures: UInt64 = 0
+    /// Challenges sent: each answers one password guess of its initiator (PROTOCOL §6.3).
+    public var challengesSent: UInt64 = 0
+    /// Challenges that expired with no request after them: failed guesses, or initiators gone.
+    public var challengesExpired: UInt64 = 0
+    /// Initiations left unanswered because their source spent its password guesses.
+    public var guessesLimited: UInt64 = 0
     /// Cookie replies sent to initiations while under load.
     public var cookieRepliesSent: UInt64 = 0
     /// Authenticated initiations reported as connection requests.
@@ -50,7 +57,9 @@ public struct EndpointStatistics: Sendable, Equatable {
     /// waited in the socket while this endpoint's process was held up (PROTOCOL §6.6).
     public var livenessSuspicionsCleared: UInt64 = 0
 
-    /// Requests awaiting the application's answer right now (the only per-source handshake state).
+    /// Challenges awaiting their initiator's request right now.
+    public var pendingChallenges: Int = 0
+    /// Requests awaiting the application's answer right now.
     public var pendingRequests: Int = 0
     /// Links accepted but not yet confirmed by their initiator.
     public var unconfirmedLinks: Int = 0

@@ -7,7 +7,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case dataTooBig(size: Int, limit: Int)
     /// The link does not exist, is closing or closed.
     case linkNotOpen
-    /// The two sides hold different pre-shared keys (or one has none).
+    /// The two sides hold different passwords (or one has none): the other side's key confirmation
+    /// did not verify (as initiator) or the initiator's request did not open (as responder).
     case authenticationFailed
     /// The responder's application denied the connection with this code.
     case denied(code: UInt16)
@@ -32,7 +33,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         case .bufferFull: "send buffer full"
         case .dataTooBig(let size, let limit): "message of \(size) bytes exceeds the limit of \(limit)"
         case .linkNotOpen: "link not open"
-        case .authenticationFailed: "authentication failed: the pre-shared keys differ"
+        case .authenticationFailed: "authentication failed: wrong password (the two sides' passwords differ)"
         case .denied(let code): "connection denied (code \(code))"
         case .timedOut: "timed out"
         case .cancelled: "cancelled"

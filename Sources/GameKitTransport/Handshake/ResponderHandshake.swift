@@ -1,83 +1,66 @@
 import Crypto
 import NIOCore
 
-/// The responder's side of the handshake, as pure functions: the responder keeps no state for an
-/// initiation until it authenticated (and, under load, until its source proved its address), and
-/// the state it then keeps is a ``PendingRequest``.
+/// The responder's side of the handshake, as pure functions (PROTOCOL §6.2). The responder
+/// answers an initiation with a challenge (its CPace share and key confirmation) and keeps a
+/// ``ChallengedHandshake``; only a request that opens under the keys of that exchange becomes a
+/// ``PendingRequest`` the application sees.
 enum ResponderHandshake {
-    /// What an authenticated initiation carried.
-    struct VerifiedInitiation {
-        var message: InitiationMessage
-        var initiationWithoutMAC: ByteBuffer
-        var parameters: TransportParameters
-        var payload: ByteBuffer
-        var cancelKey: SymmetricKey
+    /// The challenge answering an initiation, and the keys of the exchange. Nil when the
+    /// initiator's share is not a group element (or gives the identity): CPace's abort.
+    static func challenge(_ message: InitiationMessage, datagram: ByteBuffer, secret: HandshakeSecret) -> (datagram: ByteBuffer, keys: HandshakeKeys)? {
+        let scalar = CPace.randomScalar()
+        let share = ByteBuffer(bytes: CPace.multiply(scalar, secret.generator)!)
+        var header = ByteBuffer()
+        ChallengeMessage(version: ProtocolVersion.current, receiverIndex: message.senderIndex, echo: message.echo, share: share, tag: ByteBuffer())
+            .encodeHeader(into: &header)
+        let initiationHeader = datagram.getSlice(at: datagram.readerIndex, length: InitiationMessage.headerSize)!
+        guard
+            let keys = KeySchedule.handshakeKeys(
+                scalar: scalar, peerShare: message.share, initiatorShare: message.share, responderShare: share,
+                initiationHeader: initiationHeader, challengeHeader: header)
+        else { return nil }
+        var challenge = header
+        AEAD.seal(ByteBuffer(), key: keys.challenge, counter: 0, authenticating: header, into: &challenge)
+        return (challenge, keys)
     }
 
-    enum VerificationFailure: Error {
-        /// Did not authenticate under this side's pre-shared key.
-        case authentication
-        /// Authenticated, but the parameters inside are unusable.
-        case malformed
+    /// The parameters and payload of a request, or nil when it does not open under `keys` (the
+    /// initiator used another password) or its parameters are unusable.
+    static func open(_ message: RequestMessage, datagram: ByteBuffer, keys: HandshakeKeys) -> (parameters: TransportParameters, payload: ByteBuffer)? {
+        let header = datagram.getSlice(at: datagram.readerIndex, length: RequestMessage.headerSize)!
+        guard
+            var plaintext = AEAD.open(message.sealed, key: keys.request, counter: 0, authenticating: header),
+            let parameters = TransportParameters.decode(from: &plaintext)
+        else { return nil }
+        return (parameters, plaintext)
     }
 
-    /// Authenticates an initiation under the pre-shared key.
-    static func verify(_ message: InitiationMessage, datagram: ByteBuffer, psk: PreSharedKey) -> Result<VerifiedInitiation, VerificationFailure> {
-        let header = datagram.getSlice(at: datagram.readerIndex, length: InitiationMessage.headerSize)!
-        let key = KeySchedule.initiationKey(psk: psk, initiatorEphemeral: message.ephemeralPublicKey)
-        guard var plaintext = AEAD.open(message.sealed, key: key, counter: 0, authenticating: header) else {
-            return .failure(.authentication)
-        }
-        guard let parameters = TransportParameters.decode(from: &plaintext) else {
-            return .failure(.malformed)
-        }
-        return .success(
-            VerifiedInitiation(
-                message: message,
-                initiationWithoutMAC: datagram.getSlice(at: datagram.readerIndex, length: datagram.readableBytes - WireSize.mac)!,
-                parameters: parameters,
-                payload: plaintext,
-                cancelKey: KeySchedule.cancelKey(psk: psk, initiatorEphemeral: message.ephemeralPublicKey)
-            )
-        )
-    }
-
-    /// The response accepting an initiation, and the keys of the new link. Nil when the initiator's
-    /// ephemeral key is a low-order point (the key agreement would not depend on it).
+    /// The response accepting a request.
     static func respond(
-        initiatorEphemeral: ByteBuffer,
         initiatorIndex: UInt32,
-        initiationWithoutMAC: ByteBuffer,
         localIndex: UInt32,
         parameters: TransportParameters,
         payload: ByteBuffer,
-        psk: PreSharedKey
-    ) -> (datagram: ByteBuffer, keys: LinkKeys)? {
-        let ephemeral = Curve25519.KeyAgreement.PrivateKey()
-        guard let shared = KeySchedule.agree(ephemeral, peerPublicKey: initiatorEphemeral) else { return nil }
-        let response = ResponseMessage(
-            version: ProtocolVersion.current,
-            senderIndex: localIndex,
-            receiverIndex: initiatorIndex,
-            ephemeralPublicKey: ByteBuffer(bytes: ephemeral.publicKey.rawRepresentation),
-            sealed: ByteBuffer()
-        )
+        keys: HandshakeKeys
+    ) -> ByteBuffer {
         var header = ByteBuffer()
-        response.encodeHeader(into: &header)
-        let transcript = KeySchedule.transcriptHash(initiationWithoutMAC: initiationWithoutMAC, responseHeader: header)
-        let (responseKey, keys) = KeySchedule.sessionKeys(sharedSecret: shared, psk: psk, transcriptHash: transcript)
+        ResponseMessage(version: ProtocolVersion.current, senderIndex: localIndex, receiverIndex: initiatorIndex, sealed: ByteBuffer())
+            .encodeHeader(into: &header)
         var plaintext = ByteBuffer()
         parameters.encode(into: &plaintext)
         plaintext.writeImmutableBuffer(payload)
         var datagram = header
-        AEAD.seal(plaintext, key: responseKey, counter: 0, authenticating: header, into: &datagram)
-        return (datagram, keys)
+        AEAD.seal(plaintext, key: keys.response, counter: 0, authenticating: header, into: &datagram)
+        return datagram
     }
 
-    /// The largest accept payload for an initiation of `initiationSize` bytes: a response is never
-    /// larger than the initiation it answers.
-    static func maximumResponsePayload(initiationSize: Int, maxDatagramSize: Int) -> Int {
-        min(initiationSize, maxDatagramSize) - ResponseMessage.minimumSize
+    /// The largest accept payload. A response may be larger than the request it answers: the
+    /// request opened under keys only the challenge sent to its source gives, so that source
+    /// proved it receives at its address (the challenge itself is never larger than the
+    /// initiation).
+    static func maximumResponsePayload(maxDatagramSize: Int) -> Int {
+        maxDatagramSize - ResponseMessage.minimumSize
     }
 
     static func reject(_ reason: RejectReason, code: UInt16 = 0, receiverIndex: UInt32, echo: ByteBuffer) -> ByteBuffer {

@@ -26,9 +26,10 @@ enum PacketType: UInt8 {
 }
 
 /// Protocol versions. An initiation names the version it speaks; a responder that does not speak
-/// it answers with a reject carrying the version it does speak.
+/// it answers with a reject carrying the version it does speak. Version 2 (OpenGameKit 0.2)
+/// replaced version 1's password-sealed initiation with CPace; the two refuse each other.
 enum ProtocolVersion {
-    static let current: UInt8 = 1
+    static let current: UInt8 = 2
 }
 
 /// Field sizes shared by the packet formats (see docs/PROTOCOL.md).

@@ -4,10 +4,10 @@ import NIOCore
 
 /// What a session puts in the transport's handshake: who is asking, for which session.
 ///
-/// The initiator's `SessionHello` rides in the transport's initiation payload (encrypted under
-/// the session password's key schedule), the responder's `SessionWelcome` in the accept payload.
-/// The transport never lets a reply outgrow the request it answers, so a hello is padded to a
-/// fixed size that leaves room for any welcome. Layouts: docs/PROTOCOL.md §13.
+/// The initiator's `SessionHello` rides in the transport's request payload (sealed under keys of
+/// the handshake's password-authenticated exchange), the responder's `SessionWelcome` in the accept
+/// payload. A hello is padded to a fixed size that leaves room for any welcome (version 1 of the
+/// transport never let a reply outgrow the request it answered). Layouts: docs/PROTOCOL.md §13.
 struct SessionHello: Equatable, Sendable {
     /// The session protocol version this code speaks.
     static let currentVersion: UInt8 = 1
