@@ -82,6 +82,7 @@ enum Output {
             "cookie_replies_sent": stats.cookieRepliesSent,
             "challenges_sent": stats.challengesSent,
             "challenges_expired": stats.challengesExpired,
+            "challenges_cancelled": stats.challengesCancelled,
             "guesses_limited": stats.guessesLimited,
             "connection_requests": stats.connectionRequestsReceived,
             "pending_challenges": stats.pendingChallenges,

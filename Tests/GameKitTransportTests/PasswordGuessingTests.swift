@@ -99,6 +99,34 @@ struct PasswordGuessingTests {
         #expect(network.nodes[b].machine.guesses.count == 0)
     }
 
+    /// An initiator that gives up before its challenge arrives (its timeout, or a path of a
+    /// session's attempt that lost the race) answers the challenge when it comes with a cancel
+    /// under the exchange's keys: the responder forgets it at once and counts no failed guess.
+    /// With another password the challenge gets no cancel, expires, and counts.
+    @Test(arguments: [("right", true), ("wrong", false)])
+    func aHandshakeWithdrawnBeforeItsChallengeSpendsNoGuessWithThePassword(password: String, refunded: Bool) {
+        var network = VirtualNetwork()
+        let a = network.addNode(configuration: TransportConfiguration(password: password), profile: ImpairmentProfile(delay: .milliseconds(50)))
+        let b = network.addNode(configuration: TransportConfiguration(password: "right"), profile: ImpairmentProfile(delay: .milliseconds(50)))
+        let link = try! network.nodes[a].machine.connect(to: network.nodes[b].address, payload: ByteBuffer(), timeout: nil, now: network.now)
+        network.run(for: .milliseconds(10))
+        let cancelled = network.nodes[a].machine.cancelConnect(link, now: network.now)
+        #expect(cancelled)
+        network.run(for: .seconds(1))
+        #expect(network.nodes[a].connectFailures == [.cancelled])
+        var stats = network.nodes[b].machine.endpointStatistics
+        #expect(stats.challengesSent == 1)
+        #expect(stats.challengesCancelled == (refunded ? 1 : 0))
+        #expect(stats.pendingChallenges == (refunded ? 0 : 1))
+        #expect(network.nodes[b].machine.guesses.count == (refunded ? 0 : 1))
+        network.run(for: .seconds(7))
+        stats = network.nodes[b].machine.endpointStatistics
+        #expect(stats.pendingChallenges == 0 && stats.challengesExpired == (refunded ? 0 : 1))
+        #expect(network.nodes[b].events.isEmpty)
+        // A repeat of the challenge gets the same cancel; nothing reaches the application either way.
+        #expect(network.nodes[a].openedLinks.isEmpty)
+    }
+
     @Test func theGuessTableStaysBoundedAgainstManySources() throws {
         var limiter = GuessLimiter()
         let now = NIODeadline.uptimeNanoseconds(1_000_000_000)

@@ -163,6 +163,16 @@ extension EndpointMachine {
             self.links[accepted.linkIndex]?.machine.terminate(reason: .cancelledByPeer, now: now)
             self.fileTimer(of: accepted.linkIndex)
             self.collectEvents(of: accepted.linkIndex)
+        } else if let challenged = self.challenges[source] {
+            // An initiator that gave up before the challenge reached it, answering it now: the
+            // MAC proves its key, so the guess was right and costs nothing.
+            guard ResponderHandshake.isAuthentic(cancel: datagram, cancelKey: challenged.keys.cancel) else {
+                self.statistics.droppedStrayHandshake += 1
+                return
+            }
+            self.challenges[source] = nil
+            self.guesses.finish(address, failed: false, now: now)
+            self.statistics.challengesCancelled += 1
         } else {
             self.statistics.droppedStrayHandshake += 1
         }
@@ -185,6 +195,18 @@ extension EndpointMachine {
             return
         }
         let index = message.receiverIndex
+        if let withdrawn = self.withdrawnInitiations[index] {
+            // Withdrawn before this challenge came: tell the responder, under the exchange's keys,
+            // so that it forgets the challenge and counts no failed guess.
+            let cancel = withdrawn.cancel ?? withdrawn.opening?.cancel(answering: message, datagram: datagram, reason: withdrawn.reason)
+            if let cancel {
+                self.withdrawnInitiations[index]!.cancel = cancel
+                self.outbox.append((address, cancel))
+            } else {
+                self.statistics.droppedStrayHandshake += 1
+            }
+            return
+        }
         guard self.initiators[index] != nil else {
             self.statistics.droppedStrayHandshake += 1
             return
@@ -210,7 +232,7 @@ extension EndpointMachine {
         let index = message.receiverIndex
         if let withdrawn = self.withdrawnInitiations[index] {
             // Accepted after this side gave up: make sure the responder drops the link.
-            if self.replyLimiter.take(now: now) { self.outbox.append((address, withdrawn.cancel)) }
+            if let cancel = withdrawn.cancel, self.replyLimiter.take(now: now) { self.outbox.append((address, cancel)) }
             return
         }
         guard

@@ -559,7 +559,11 @@ struct EndpointMachine: DatagramMachine {
         guard let initiator = self.initiators.removeValue(forKey: index) else { return false }
         if let cancel = initiator.cancelDatagram(reason: reason) {
             self.outbox.append((initiator.remoteAddress, cancel))
-            self.withdrawnInitiations[index] = WithdrawnInitiation(cancel: cancel, until: now + Self.answerLifetime)
+            self.withdrawnInitiations[index] = WithdrawnInitiation(cancel: cancel, reason: reason, until: now + Self.answerLifetime)
+        } else {
+            // No challenge yet: nothing to authenticate a cancel with. If the challenge still
+            // comes, it is answered with one (PROTOCOL §6.2).
+            self.withdrawnInitiations[index] = WithdrawnInitiation(opening: initiator, reason: reason, until: now + Self.answerLifetime)
         }
         self.events.append(.connectFailed(LinkID(rawValue: index), error))
         return true

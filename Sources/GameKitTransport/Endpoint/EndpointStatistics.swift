@@ -25,6 +25,9 @@ public struct EndpointStatistics: Sendable, Equatable {
     public var challengesSent: UInt64 = 0
     /// Challenges that expired with no request after them: failed guesses, or initiators gone.
     public var challengesExpired: UInt64 = 0
+    /// Challenges answered with an authenticated cancel: initiators that had given up before the
+    /// challenge reached them (a timeout, a path that lost the race), with the right password.
+    public var challengesCancelled: UInt64 = 0
     /// Initiations left unanswered because their source spent its password guesses.
     public var guessesLimited: UInt64 = 0
     /// Cookie replies sent to initiations while under load.

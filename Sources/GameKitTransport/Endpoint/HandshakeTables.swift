@@ -69,9 +69,14 @@ struct AnsweredHandshake {
     var until: NIODeadline
 }
 
-/// An initiation this side withdrew: a late response to it gets the cancel again.
+/// A handshake this side withdrew: a late challenge or response to it gets a cancel.
 struct WithdrawnInitiation {
-    var cancel: ByteBuffer
+    /// The cancel sent (again) for what arrives later; nil while the handshake was withdrawn
+    /// before its challenge and no challenge has come since.
+    var cancel: ByteBuffer?
+    /// A handshake withdrawn before its challenge: kept to answer the challenge if it comes.
+    var opening: InitiatorHandshake?
+    var reason: CancelReason
     var until: NIODeadline
 }
 

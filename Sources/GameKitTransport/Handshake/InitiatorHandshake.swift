@@ -141,16 +141,23 @@ struct InitiatorHandshake {
         case wrongPassword(ByteBuffer)
     }
 
-    /// Runs this side's half of CPace on the challenge and checks the responder's confirmation.
-    mutating func handleChallenge(_ message: ChallengeMessage, datagram: ByteBuffer, now: NIODeadline) -> ChallengeOutcome {
-        guard case .opening = self.phase, message.version == ProtocolVersion.current, self.matchesEcho(message.echo) else { return .ignored }
+    /// This side's half of CPace on a challenge for this handshake, and whether the responder's
+    /// confirmation holds; nil when the challenge is not for this handshake or its share is not a
+    /// group element.
+    private func exchange(_ message: ChallengeMessage, datagram: ByteBuffer) -> (keys: HandshakeKeys, confirmed: Bool)? {
+        guard case .opening = self.phase, message.version == ProtocolVersion.current, self.matchesEcho(message.echo) else { return nil }
         let header = datagram.getSlice(at: datagram.readerIndex, length: ChallengeMessage.headerSize)!
         guard
             let keys = KeySchedule.handshakeKeys(
                 scalar: self.scalar, peerShare: message.share, initiatorShare: self.share, responderShare: message.share,
                 initiationHeader: self.initiationHeader, challengeHeader: header)
-        else { return .ignored }
-        let confirmed = AEAD.open(message.tag, key: keys.challenge, counter: 0, authenticating: header) != nil
+        else { return nil }
+        return (keys, AEAD.open(message.tag, key: keys.challenge, counter: 0, authenticating: header) != nil)
+    }
+
+    /// Runs this side's half of CPace on the challenge and checks the responder's confirmation.
+    mutating func handleChallenge(_ message: ChallengeMessage, datagram: ByteBuffer, now: NIODeadline) -> ChallengeOutcome {
+        guard let (keys, confirmed) = self.exchange(message, datagram: datagram) else { return .ignored }
         var requestHeader = ByteBuffer()
         RequestMessage(version: ProtocolVersion.current, senderIndex: self.localIndex, sealed: ByteBuffer()).encodeHeader(into: &requestHeader)
         var plaintext = ByteBuffer()
@@ -188,10 +195,24 @@ struct InitiatorHandshake {
         return Completion(keys: keys.link, peerParameters: parameters, payload: plaintext)
     }
 
-    /// A cancel message withdrawing this handshake; nil before the challenge (the responder then
-    /// holds nothing it would keep for long: its challenge expires).
+    /// A cancel message withdrawing this handshake; nil before the challenge (there are no keys
+    /// to authenticate one yet: see ``cancel(answering:datagram:reason:)``).
     func cancelDatagram(reason: CancelReason) -> ByteBuffer? {
         guard case .requesting(let keys, _) = self.phase else { return nil }
+        return self.cancel(keys: keys, reason: reason)
+    }
+
+    /// For a handshake withdrawn before its challenge came, the cancel answering the challenge
+    /// when it does come: under the exchange's K_cancel, it tells the responder to forget its
+    /// challenge and that the guess the challenge answered was right, so that an honest initiator
+    /// that gave up (a timeout, a path that lost the race) spends none of its address's guesses.
+    /// Nil when the challenge is not for this handshake or does not confirm the password.
+    func cancel(answering message: ChallengeMessage, datagram: ByteBuffer, reason: CancelReason) -> ByteBuffer? {
+        guard let (keys, confirmed) = self.exchange(message, datagram: datagram), confirmed else { return nil }
+        return self.cancel(keys: keys, reason: reason)
+    }
+
+    private func cancel(keys: HandshakeKeys, reason: CancelReason) -> ByteBuffer {
         var datagram = ByteBuffer()
         CancelMessage(version: ProtocolVersion.current, reason: reason.rawValue, senderIndex: self.localIndex, echo: self.echo, mac: ByteBuffer())
             .encodeWithoutMAC(into: &datagram)
