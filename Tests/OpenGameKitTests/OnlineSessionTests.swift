@@ -254,7 +254,10 @@ struct OnlineSessionTests {
         let late = Self.session("Late", .client, room: .join(code: strictCode), rendezvous: rendezvous)
         #expect(await late.waitUntilSees(strict.session))
         late.session.connect(toPeer: strict.session.peerID, withTimeout: 10)
-        #expect(await late.wait(for: .failed(strict.session.peerID!, .declinedError)))
+        // Once in a fresh clone's run beside a busy loop, Late's attempt timed out instead: its
+        // transport had sent 14 datagrams and received 1. If it happens again, what Strict saw.
+        let declined = await late.wait(for: .failed(strict.session.peerID!, .declinedError))
+        #expect(declined, "Strict heard \(strict.events); \(strict.diagnostics); Late's route: \(String(describing: late.session.route(toPeer: strict.session.peerID!)))")
         for recorder in clients + [server, strict, late] { await recorder.session.close() }
         await rendezvous.stop()
     }
