@@ -116,8 +116,7 @@ extension EndpointMachine {
         guard let (parameters, payload) = ResponderHandshake.open(message, datagram: datagram, keys: challenged.keys) else {
             self.guesses.finish(address, failed: true, now: now)
             self.statistics.handshakeAuthenticationFailures += 1
-            let echo = challenged.share.getSlice(at: challenged.share.readerIndex, length: WireSize.echo)!
-            let reject = ResponderHandshake.reject(.authenticationFailed, receiverIndex: message.senderIndex, echo: echo)
+            let reject = ResponderHandshake.reject(.authenticationFailed, receiverIndex: message.senderIndex, echo: challenged.echo)
             self.answered[source] = AnsweredHandshake(share: challenged.share, requestTag: tag.detached(), reply: reject, until: now + Self.answerLifetime)
             self.events.append(.handshakeFailed(remoteAddress: address, .authenticationFailed))
             if self.replyLimiter.take(now: now) { self.outbox.append((address, reject)) }

@@ -17,6 +17,8 @@ struct ChallengedHandshake {
     var keys: HandshakeKeys
     /// When the initiation was last received; the challenge expires a request lifetime later.
     var lastSeen: NIODeadline
+
+    var echo: ByteBuffer { self.share.getSlice(at: self.share.readerIndex, length: WireSize.echo)! }
 }
 
 /// A request that opened, waiting for the application's accept or deny. With the challenge before
