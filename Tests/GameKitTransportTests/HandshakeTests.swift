@@ -155,9 +155,25 @@ struct HandshakeTests {
         network.run(for: .seconds(30)) { !$0.nodes[a].connectFailures.isEmpty }
         #expect(network.nodes[a].connectFailures == [.timedOut])
         let initiations = network.nodes[a].sent.filter { $0.bytes.getInteger(at: 0, as: UInt8.self) == PacketType.initiation.rawValue }
-        // 0, 0.25, 0.75, 1.75, 3.75 s: repeated with doubling gaps until the deadline.
-        #expect(initiations.count == 5)
+        // 0, 0.25, 0.75, 1.75, 2.75, 3.75, 4.75 s: repeated with doubling gaps, at most 1 s,
+        // until the deadline.
+        #expect(initiations.count == 7)
         #expect(Set(initiations.map(\.bytes)).count == 1)
+    }
+
+    /// The handshake is two round trips, each needing both its datagrams through. Under 25 % loss
+    /// each way, every one of 1,000 seeded handshakes opens within the default 10 s (with repeats
+    /// capped at 2 s apart, 6 of these seeds timed out; a property test met one in CI).
+    @Test func handshakesOpenWithinTheDefaultTimeoutUnderHeavyLossEachWay() {
+        var timedOut: [UInt64] = []
+        for seed in UInt64(1)...1000 {
+            var network = VirtualNetwork()
+            let profile = ImpairmentProfile(loss: 0.25, delay: .milliseconds(3))
+            let a = network.addNode(profile: profile, seed: seed)
+            let b = network.addNode(profile: profile, seed: seed &* 31 &+ 7)
+            if network.openLink(from: a, to: b, limit: .seconds(12)) == nil { timedOut.append(seed) }
+        }
+        #expect(timedOut.isEmpty, "seeds whose handshake did not open: \(timedOut)")
     }
 
     @Test func requestExpiresWhenTheInitiatorVanishes() {
