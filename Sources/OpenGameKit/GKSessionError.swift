@@ -132,9 +132,32 @@ public struct GKSessionError: Error, CustomNSError, LocalizedError, Hashable, Cu
     /// The error that caused this one, if any (`NSUnderlyingErrorKey`).
     public var underlyingError: (any Error)? { self.userInfo[NSUnderlyingErrorKey] as? any Error }
 
-    /// A failed connection attempt with `peer` (named `name` when known), in a sentence.
-    static func connectionFailure(_ code: Code, peer: UInt32, name: String?) -> GKSessionError {
+    /// Why a handshake failed, when the session knows.
+    enum FailureCause: Sendable {
+        /// The two sides' session passwords differ.
+        case passwordMismatch
+        /// In an online room: the peer did not prove the room code's secret part (and the
+        /// session password), which everyone who was given the code can.
+        case roomSecretMismatch
+
+        /// The cause in a sentence's second half.
+        var explanation: String {
+            switch self {
+            case .passwordMismatch:
+                "the two sessions' passwords differ."
+            case .roomSecretMismatch:
+                "its handshake did not prove this room's code. Either one of you typed the code wrong (its last six "
+                    + "characters are never sent to the server) or the session passwords differ, or the rendezvous or relay "
+                    + "is answering in that peer's name (someone who knows only what the server knows). Nothing was sent to it."
+            }
+        }
+    }
+
+    /// A failed connection attempt with `peer` (named `name` when known), in a sentence; with
+    /// `cause` when the handshake said why.
+    static func connectionFailure(_ code: Code, peer: UInt32, name: String?, cause: FailureCause? = nil) -> GKSessionError {
         let who = name.map { "\($0) (\(peer))" } ?? "peer \(peer)"
+        if let cause { return GKSessionError(code, "No connection to \(who) could be opened: \(cause.explanation)") }
         let message: String
         switch code {
         case .declinedError: message = "\(who) declined the connection."

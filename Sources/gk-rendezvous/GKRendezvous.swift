@@ -16,7 +16,7 @@ struct GKRendezvous: AsyncParsableCommand {
         abstract: "Serve online rooms: a rendezvous for sessions on different networks, and a relay between them.",
         discussion: """
             One UDP port answers STUN binding requests (a member's public address), registrations \
-            in rooms (a room is a session ID and a six-character code), and, unless --no-relay, \
+            in rooms (a room is a session ID and the first six characters of its code; the other six never reach it), and, unless --no-relay, \
             relays members' encrypted datagrams to each other for holders of the tickets it signs. \
             It never sees a session's keys or messages.
 

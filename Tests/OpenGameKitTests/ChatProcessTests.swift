@@ -84,7 +84,7 @@ struct ChatProcessTests {
             \(Self.await("A", "list: 1) Create a room, 2) Join with a code"))
             echo 1 >&3
             \(Self.await("A", "waiting for others"))
-            code=$(grep -o 'Room [0-9A-Z]\\{3\\}-[0-9A-Z]\\{3\\}' $d/A | head -1 | cut -c6-)
+            code=$(grep -o 'Room [0-9A-Z]\\{4\\}-[0-9A-Z]\\{4\\}-[0-9A-Z]\\{4\\}' $d/A | head -1 | cut -c6-)
             \(Self.await("B", "picker: How do you want to connect?"))
             printf '2\\njoin\\n%s\\n' "$code" >&4
             \(Self.await("B", "list: 1) Alice"))
@@ -102,7 +102,7 @@ struct ChatProcessTests {
         let bob = Self.output(result, "B")
         let all = result.lines.joined(separator: "\n")
         let room = try #require(alice.first { $0.hasPrefix("picker: Room ") }, "\(all)")
-        let code = String(room.dropFirst("picker: Room ".count).prefix(7))
+        let code = String(room.dropFirst("picker: Room ".count).prefix(14))
         #expect(bob.contains("picker: Room code: _") && bob.contains("picker: Room code: \(code)_"), "\(all)")
         #expect(bob.contains("picker: Room \(code): choose a peer to invite"), "\(all)")
         #expect(alice.contains("chat: Bob: through the room"), "\(all)")

@@ -102,14 +102,14 @@ struct ChatTerminalTests {
                 \(Self.capture("a", "ROOMS"))
                 $T send-keys -t a Enter
                 \(Self.await("a", "waiting for others"))
-                code=$($T capture-pane -p -t a | grep -o 'Room [0-9A-Z]\\{3\\}-[0-9A-Z]\\{3\\}' | head -1 | cut -c6-)
+                code=$($T capture-pane -p -t a | grep -o 'Room [0-9A-Z]\\{4\\}-[0-9A-Z]\\{4\\}-[0-9A-Z]\\{4\\}' | head -1 | cut -c6-)
                 echo "CODE $code"
                 \(Self.await("b", "How do you want to connect"))
                 $T send-keys -t b Down Enter
                 \(Self.await("b", "Join with a code"))
                 $T send-keys -t b Down Enter
                 \(Self.await("b", "Room code: _"))
-                $T send-keys -t b "zzzzzz" Enter
+                $T send-keys -t b "zzzzzz00000s" Enter
                 \(Self.await("b", "Could not join the room"))
                 \(Self.capture("b", "WRONG"))
                 $T send-keys -t b Down Enter
@@ -135,9 +135,9 @@ struct ChatTerminalTests {
                 """), timeout: 90)
         let all = result.lines.joined(separator: "\n")
         let code = try #require(result.lines.first { $0.hasPrefix("CODE ") }.map { String($0.dropFirst(5)) }, "\(all)")
-        #expect(code.count == 7, "\(all)")
+        #expect(code.count == 14, "\(all)")
         #expect(Self.screen(result, "ROOMS").contains("Create a room"), "\(all)")
-        #expect(Self.screen(result, "WRONG").contains("Could not join the room: There is no room ZZZ-ZZZ"), "\(all)")
+        #expect(Self.screen(result, "WRONG").contains("Could not join the room: There is no room ZZZZ-ZZ00-000S"), "\(all)")
         let members = Self.screen(result, "MEMBERS")
         #expect(members.contains("Room \(code): choose a peer to invite") && members.contains("Alice"), "\(all)")
         let chat = Self.screen(result, "CHAT-A")

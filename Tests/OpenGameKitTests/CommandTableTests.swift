@@ -35,15 +35,16 @@ struct CommandTableTests {
         // The README's second and third terminals, and what goes wrong for users.
         Row(command: "gk-chat --online", beside: Self.rendezvous, prints: ["picker: Room ", "waiting for others"], end: .runs(after: 1, terminated: 143)),
         Row(command: "gk-chat --online", prints: ["No answer from the rendezvous at 127.0.0.1:7878"], end: .runs(after: 0, terminated: 143)),
-        Row(command: "gk-chat --online ZZZ-ZZZ", beside: Self.rendezvous, prints: ["There is no room ZZZ-ZZZ for this game"], end: .runs(after: 0, terminated: 143)),
+        Row(command: "gk-chat --online ZZZZ-ZZ00-000S", beside: Self.rendezvous, prints: ["There is no room ZZZZ-ZZ00-000S for this game"], end: .runs(after: 0, terminated: 143)),
         Row(command: "gk-chat --online abc", prints: ["'abc' is not a room code"], end: .runs(after: 0, terminated: 143)),
+        Row(command: "gk-chat --online 7K3Q-XM4F-9ABS", prints: ["one letter or digit is mistyped"], end: .runs(after: 0, terminated: 143)),
         Row(
             command: "gk-chat --online --rendezvous nowhere.invalid:7878", prints: ["The rendezvous 'nowhere.invalid:7878' could not be found"],
             end: .runs(after: 0, terminated: 143)),
-        Row(command: "gk-voice --online ZZZ-ZZZ", beside: Self.rendezvous, prints: ["There is no room ZZZ-ZZZ for this game"], end: .runs(after: 0, terminated: 143)),
+        Row(command: "gk-voice --online ZZZZ-ZZ00-000S", beside: Self.rendezvous, prints: ["There is no room ZZZZ-ZZ00-000S for this game"], end: .runs(after: 0, terminated: 143)),
         Row(
-            command: "gk-session --name Ann --online ZZZ-ZZZ", beside: Self.rendezvous,
-            prints: ["\"event\":\"room-error\"", "There is no room ZZZ-ZZZ for this game"], end: .runs(after: 0, terminated: 143)),
+            command: "gk-session --name Ann --online ZZZZ-ZZ00-000S", beside: Self.rendezvous,
+            prints: ["\"event\":\"room-error\"", "There is no room ZZZZ-ZZ00-000S for this game"], end: .runs(after: 0, terminated: 143)),
         // The README's transport, discovery and session sections.
         Row(command: "gk-link listen --port 7000", prints: ["listening"], end: .runs(after: 1, terminated: 0)),
         Row(

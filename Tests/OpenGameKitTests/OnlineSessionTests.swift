@@ -37,7 +37,7 @@ struct OnlineSessionTests {
         let alice = Self.session("Alice", room: .create, rendezvous: rendezvous)
         let room = try await alice.session.waitForRoomCode()
         #expect(alice.session.roomCode == room)
-        #expect(room.count == 7)
+        #expect(room.count == 14)
         let bob = Self.session("Bob", room: .join(code: room.lowercased()), rendezvous: rendezvous)
         #expect(try await bob.session.waitForRoomCode() == room)
         #expect(await bob.waitUntilSees(alice.session))
@@ -117,12 +117,13 @@ struct OnlineSessionTests {
 
     @Test func aWrongCodeFailsTheSessionWithItsReason() async throws {
         let rendezvous = try await Self.rendezvous()
-        let carol = Self.session("Carol", room: .join(code: "ZZZ-ZZZ"), rendezvous: rendezvous)
+        let carol = Self.session("Carol", room: .join(code: "zzzz-zz00-000s"), rendezvous: rendezvous)
         await #expect(throws: GKSessionError.self) { _ = try await carol.session.waitForRoomCode() }
         do {
             _ = try await carol.session.waitForRoomCode()
         } catch {
-            #expect(error.localizedDescription.contains("There is no room ZZZ-ZZZ"))
+            // Named as the player knows it: the whole code, not the rendezvous's part of it.
+            #expect(error.localizedDescription.contains("There is no room ZZZZ-ZZ00-000S for this game"), "\(error.localizedDescription)")
         }
         #expect(await carol.wait(for: .sessionFailed(.cannotEnableError)))
         await carol.session.close()
@@ -134,6 +135,16 @@ struct OnlineSessionTests {
         let dave = Self.session("Dave", room: .join(code: "hello!"), rendezvous: rendezvous)
         #expect(await dave.wait(for: .sessionFailed(.cannotEnableError)))
         await dave.session.close()
+        // A mistyped symbol is caught before anything is sent: the rendezvous hears nothing.
+        let erin = Self.session("Erin", room: .join(code: "7K3Q-XM4F-9ABS"), rendezvous: rendezvous)
+        #expect(await erin.wait(for: .sessionFailed(.cannotEnableError)))
+        do {
+            _ = try await erin.session.waitForRoomCode()
+        } catch {
+            #expect(error.localizedDescription.contains("one letter or digit is mistyped, or two are swapped"), "\(error.localizedDescription)")
+        }
+        await erin.session.close()
+        #expect(rendezvous.statistics.wrongCodes == 0)
         await rendezvous.stop()
     }
 
@@ -259,6 +270,29 @@ struct OnlineSessionTests {
         let declined = await late.wait(for: .failed(strict.session.peerID!, .declinedError))
         #expect(declined, "Strict heard \(strict.events); \(strict.diagnostics); Late's route: \(String(describing: late.session.route(toPeer: strict.session.peerID!)))")
         for recorder in clients + [server, strict, late] { await recorder.session.close() }
+        await rendezvous.stop()
+    }
+
+    /// One who has the room's nameplate but not its secret part (what the rendezvous has, or a
+    /// code mistyped in a way the check symbol cannot see) joins the room but connects to no one,
+    /// and is told why; the member it tried hears of it too.
+    @Test func oneWithoutTheCodesSecretPartIsInTheRoomButConnectsToNoOne() async throws {
+        let rendezvous = try await Self.rendezvous()
+        let alice = Self.session("Alice", room: .create, rendezvous: rendezvous)
+        let code = try #require(RoomInvitation(try await alice.session.waitForRoomCode()))
+        #expect(code.displayed.count == 14)
+        let other = try #require(RoomInvitation(nameplate: code.nameplate, secret: code.secret ^ 0x40))
+        let mallory = Self.session("Mallory", room: .join(code: other.displayed), rendezvous: rendezvous)
+        #expect(try await mallory.session.waitForRoomCode() == other.displayed)
+        #expect(await mallory.waitUntilSees(alice.session))
+        mallory.session.connect(toPeer: alice.session.peerID, withTimeout: 5)
+        #expect(await mallory.wait(for: .failed(alice.session.peerID!, .connectionFailedError)))
+        let words = mallory.failureWords.withLockedValue { $0[alice.session.peerID!] } ?? ""
+        #expect(words.contains("did not prove this room's code"), "\(words)")
+        #expect(!alice.events.contains { if case .request = $0 { true } else { false } })
+        #expect(await alice.wait { _ in alice.session.statistics.authenticationFailures >= 1 })
+        await mallory.session.close()
+        await alice.session.close()
         await rendezvous.stop()
     }
 

@@ -17,6 +17,9 @@ import Testing
 struct OnlineWorld {
     static let sessionKey: UInt64 = 0x0057_0A1D
     static let clockOrigin: UInt64 = 1_800_000_000_000
+    /// The secret part of the room code every session of the world was given (unless told
+    /// another): what members prove in their handshakes, never sent to the rendezvous.
+    static let roomSecret: UInt32 = 0x0AB_CDEF
 
     var network = NetworkImpairment.VirtualNetwork<WorldHost>()
     let nats = VirtualNATs()
@@ -46,16 +49,21 @@ struct OnlineWorld {
 
     /// Adds a session at `address` (inside a NAT's network if one covers it) that joins the room
     /// `request`; returns its host index. `candidates`: the host candidates it announces (its
-    /// address by default).
+    /// address by default); `secret`: the secret part of the room code it was given;
+    /// `claimedPeerID`: the peer ID its session claims in its handshakes, when it is an impostor
+    /// (its room record has `peerID`).
     @discardableResult
     mutating func addSession(
         _ name: String, peerID: UInt32, mode: GKSessionMode = .peer, at address: SocketAddress, request: RoomRequest, directPaths: Bool = true,
-        relaysBetweenClients: Bool = false, candidates: [SocketAddress]? = nil, profile: ImpairmentProfile = .perfect
+        relaysBetweenClients: Bool = false, candidates: [SocketAddress]? = nil, profile: ImpairmentProfile = .perfect,
+        secret: UInt32 = OnlineWorld.roomSecret, claimsToBe claimedPeerID: UInt32? = nil
     ) -> Int {
         self.seed &+= 1
         var random = MachineRandom(seed: self.seed)
         let now = self.network.now
-        let endpoint = try! EndpointMachine(configuration: Self.transportConfiguration, now: now, random: random.split())
+        var transport = Self.transportConfiguration
+        transport.preSharedKey = SessionCore.roomKey(secret: secret, password: nil)
+        let endpoint = try! EndpointMachine(configuration: transport, now: now, random: random.split())
         let record = MemberRecord(
             peerID: peerID, displayName: name, keyShare: Array(endpoint.livenessPublicKey), isVisible: mode != .client)
         var configuration = RoomClient.Configuration(rendezvous: [self.rendezvousAddress], sessionKey: Self.sessionKey, request: request, record: record)
@@ -69,7 +77,8 @@ struct OnlineWorld {
         var online = OnlineMachine(room: room, paths: paths, random: random.split())
         online.start(hostCandidates: candidates ?? [address], now: now)
         let node = SessionNode(
-            identity: .init(peerID: peerID, displayName: name, mode: mode, sessionKey: Self.sessionKey, relaysBetweenClients: relaysBetweenClients),
+            identity: .init(
+                peerID: claimedPeerID ?? peerID, displayName: name, mode: mode, sessionKey: Self.sessionKey, relaysBetweenClients: relaysBetweenClients),
             socket: SocketMachine(endpoint: endpoint, online: online), now: now)
         node.session.setAvailable(true)
         node.settle()

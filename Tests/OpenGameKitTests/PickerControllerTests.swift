@@ -195,7 +195,7 @@ struct PickerControllerTests {
         // Alice's application gives a session configured for a room already (its rendezvous is
         // kept, the picker sets the room); Bob's gives a plain one (the picker's rendezvous).
         var configuration = GKSession.Configuration()
-        configuration.online = .init(rendezvous: Self.address(of: rendezvous), room: .join(code: "000000"), alsoNearby: false)
+        configuration.online = .init(rendezvous: Self.address(of: rendezvous), room: .join(code: "0000-0000-0000"), alsoNearby: false)
         let aliceApp = RecordingPickerDelegate(session: GKSession(sessionID: id, displayName: "Alice", sessionMode: .peer, configuration: configuration))
         let (bobPicker, bob, bobApp) = Self.picker("Bob", sessionID: id)
         bobPicker.rendezvous = [Self.address(of: rendezvous)]
@@ -243,14 +243,14 @@ struct PickerControllerTests {
         picker.rendezvous = [Self.address(of: rendezvous)]
         picker.connectionTypesMask = [.nearby, .online]
         picker.show()
-        Self.chooseRoom(presenter, .join, code: "ZZZ-ZZZ")
+        Self.chooseRoom(presenter, .join, code: "ZZZZ-ZZ00-000S")
         let first = try #require(picker.session)
         #expect(await Self.until { presenter.last?.phase == .choosingRoom })
         guard case .roomUnavailable(let reason)? = presenter.last?.notice else {
             Issue.record("no notice: \(String(describing: presenter.last))")
             return
         }
-        #expect(reason.contains("There is no room ZZZ-ZZZ"))
+        #expect(reason.contains("There is no room ZZZZ-ZZ00-000S"))
         #expect(picker.session == nil)
         #expect(await Self.until { first.isAvailable == false })
         // Create instead: a new session of the picker's, in a new room.

@@ -9,7 +9,7 @@ var configuration = GKSession.Configuration()
 configuration.online = .init(rendezvous: rendezvous, room: .create)
 let host: GKSession = GKSession(sessionID: "chess", displayName: "Alice", sessionMode: .peer, configuration: configuration)
 host.isAvailable = true
-let code = try await host.waitForRoomCode()          // e.g. "7K3-QXM": tell your friend
+let code = try await host.waitForRoomCode()          // e.g. "7K3Q-XM4F-9ABR": tell your friend
 
 var joining = GKSession.Configuration()
 joining.online = .init(rendezvous: rendezvous, room: .join(code: code))

@@ -33,6 +33,8 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     private let answerBox: NIOLockedValueBox<Answer>
     let context = UnsafeMutableRawPointer(bitPattern: 0x5EED)
     private let contexts = NIOLockedValueBox<[UnsafeMutableRawPointer?]>([])
+    /// The words of the last failed connection with each peer (the delegate's error).
+    let failureWords = NIOLockedValueBox<[String: String]>([:])
 
     init(_ session: GKSession, answer: Answer = .accept) {
         self.session = session
@@ -72,6 +74,7 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     }
 
     func session(_ session: GKSession, connectionWithPeerFailed peerID: String, withError error: Error) {
+        self.failureWords.withLockedValue { $0[peerID] = error.localizedDescription }
         self.heard.withLockedValue { $0.append(.failed(peerID, (error as! GKSessionError).code)) }
     }
 

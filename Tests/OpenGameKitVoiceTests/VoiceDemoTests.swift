@@ -46,7 +46,7 @@ struct VoiceDemoTests {
             gk-voice --name Alice --session-id online-voice --online --online-only --input $d/alice-says.wav --output $d/alice-hears.wav --seconds 40 < $d/alice.in > $d/alice 2>&1 &
             exec 3>$d/alice.in
             wait_for alice "waiting for others"
-            code=$(grep -o 'Room [0-9A-Z]\\{3\\}-[0-9A-Z]\\{3\\}' $d/alice | head -1 | cut -c6-)
+            code=$(grep -o 'Room [0-9A-Z]\\{4\\}-[0-9A-Z]\\{4\\}-[0-9A-Z]\\{4\\}' $d/alice | head -1 | cut -c6-)
             gk-voice --name Bob --session-id online-voice --online "$code" --online-only --input $d/bob-says.wav --output $d/bob-hears.wav --seconds 40 < $d/bob.in > $d/bob 2>&1 &
             exec 4>$d/bob.in
             wait_for bob "list: 1) Alice"

@@ -29,13 +29,19 @@ public enum RoomError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What happened, as a sentence for the player.
     public var description: String {
         switch self {
-        case .noSuchRoom(let code): "There is no room \(code.displayed) for this game: check the code (a room ends some minutes after everyone has left)."
+        case .noSuchRoom(let code): Self.noSuchRoom(displayed: code.displayed)
         case .rateLimited: "The rendezvous refused: too many attempts or wrong codes from this address. Wait a minute and try again."
         case .roomFull: "The room is full."
         case .peerIDTaken: "Another member of the room has this session's peer ID."
         case .rendezvousUnreachable: "No answer from the rendezvous: check its address, and that UDP can leave this network."
         case .rendezvousBusy: "The rendezvous is busy: try again later."
         }
+    }
+
+    /// The sentence for a room that does not exist, naming it as the player knows it (the whole
+    /// code, when the session has it).
+    public static func noSuchRoom(displayed code: String) -> String {
+        "There is no room \(code) for this game: check the code (a room ends some minutes after everyone has left)."
     }
 }
 

@@ -1,5 +1,6 @@
-/// A room's short code: 30 random bits written as six characters of Crockford's base32
-/// (`0-9`, `A-Z` without `I`, `L`, `O`, `U`), e.g. `7K3-QXM` as shown to players.
+/// A room's *nameplate*: 30 random bits written as six characters of Crockford's base32
+/// (`0-9`, `A-Z` without `I`, `L`, `O`, `U`), what the rendezvous knows a room by. Players see it
+/// as the first six characters of the room's whole code (``RoomInvitation``).
 ///
 /// Parsing forgives what people do when they type a code they were told: lower case, the
 /// look-alikes `I`/`L` for `1` and `O` for `0`, and hyphens or spaces anywhere (PROTOCOL §18.2).
@@ -34,7 +35,7 @@ public struct RoomCode: Hashable, Sendable, CustomStringConvertible, Codable {
         CrockfordBase32.encode(UInt64(self.value), symbols: Self.length)
     }
 
-    /// The code as shown to a person: two groups of three (`7K3-QXM`).
+    /// The nameplate in two groups of three (`7K3-QXM`), as the rendezvous's logs show it.
     public var displayed: String {
         let text = self.description
         return "\(text.prefix(3))-\(text.suffix(3))"
@@ -88,7 +89,8 @@ public enum CrockfordBase32 {
         return count == symbols ? value : nil
     }
 
-    private static func symbol(for byte: UInt8) -> UInt8? {
+    /// The value of one typed character (forgiving case, `I`, `L` and `O`), or nil.
+    static func symbol(for byte: UInt8) -> UInt8? {
         var byte = byte
         if byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") { byte -= 32 }
         switch byte {

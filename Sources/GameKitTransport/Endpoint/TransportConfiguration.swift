@@ -114,6 +114,13 @@ public struct TransportConfiguration: Sendable {
         self.preSharedKey = password.map { Array($0.utf8) }
     }
 
+    /// One pre-shared key made of several secrets (an online room's secret and a session
+    /// password, say), each with its length in front (CPace's `lv_cat`), so that no other list
+    /// of parts gives the same key.
+    public static func combinedKey(_ parts: [[UInt8]]) -> [UInt8] {
+        CPace.lengthValueConcatenation(parts)
+    }
+
     var effectiveKeepaliveInterval: TimeAmount {
         if let keepaliveInterval { return keepaliveInterval }
         return min(self.disconnectTimeout / 4, .seconds(5))

@@ -6,7 +6,16 @@ import NIOPosix
 /// What an online session knows of its room, and the LAN sightings merged with it (guarded by
 /// the core's lock).
 struct OnlineState {
+    /// The room's nameplate, once the rendezvous has answered.
     var code: RoomCode?
+    /// The secret part of the room's code: drawn here for a room this session creates, read
+    /// from the typed code for one it joins; never sent anywhere (PROTOCOL §18.2).
+    var secret: UInt32?
+    /// The whole code to show, once the rendezvous has answered.
+    var invitation: RoomInvitation? {
+        guard let code, let secret else { return nil }
+        return RoomInvitation(nameplate: code, secret: secret)
+    }
     /// Why the session is not in its room, once that is final.
     var failure: GKSessionError?
     /// A session failure's reason for the delegate (a room's, or why the session could not
@@ -46,19 +55,20 @@ extension SessionCore {
     }
 
     /// The online layer for this session's socket (room client and member paths, under the
-    /// transport), or nil when the session is not online. Its record carries `livenessKey`'s
-    /// public half.
-    func makeOnlineMachine(livenessPublicKey: [UInt8]) async throws -> OnlineMachine? {
+    /// transport) and the room's secret, or nil when the session is not online. Its record
+    /// carries `livenessKey`'s public half.
+    func makeOnlineMachine(livenessPublicKey: [UInt8]) async throws -> (machine: OnlineMachine, secret: UInt32)? {
         guard let online = self.onlineConfiguration else { return nil }
         let request: RoomRequest
+        let secret: UInt32
         switch online.room {
         case .create:
             request = .create
+            secret = RoomInvitation.randomSecret()
         case .join(let text):
-            guard let code = RoomCode(text) else {
-                throw GKSessionError(.invalidParameterError, "'\(text)' is not a room code: six letters and digits, such as 7K3-QXM.")
-            }
-            request = .join(code)
+            let invitation = try Self.parseRoomCode(text)
+            request = .join(invitation.nameplate)
+            secret = invitation.secret
         }
         guard !online.rendezvous.isEmpty else { throw GKSessionError(.invalidParameterError, "An online session needs a rendezvous address.") }
         let rendezvous = try await Self.resolve(online.rendezvous)
@@ -71,9 +81,19 @@ extension SessionCore {
         let record = MemberRecord(
             peerID: self.identity.peerID, displayName: self.identity.displayName, keyShare: livenessPublicKey,
             isVisible: self.identity.mode != .client)
-        return OnlineMachine.make(
+        let machine = OnlineMachine.make(
             rendezvous: rendezvous, sessionKey: self.identity.sessionKey, request: request, record: record, directPaths: online.directPaths,
             stunServers: stunServers, turn: turn, now: .now())
+        return (machine, secret)
+    }
+
+    /// A typed room code, or the error that says what is wrong with it.
+    static func parseRoomCode(_ text: String) throws(GKSessionError) -> RoomInvitation {
+        do {
+            return try RoomInvitation(parsing: text)
+        } catch {
+            throw GKSessionError(.invalidParameterError, error.sentence(typed: text))
+        }
     }
 
     /// `HOST:PORT` strings as addresses (names looked up, off the caller's thread); `what` names
@@ -131,8 +151,9 @@ extension SessionCore {
             case .joined(let code, _):
                 self.online.code = code
                 waiters = self.online.takeCodeWaiters()
-                outcome = .success(code.displayed)
-                self.logger.info("in room", metadata: ["code": "\(code.displayed)"])
+                let displayed = self.online.invitation?.displayed ?? code.displayed
+                outcome = .success(displayed)
+                self.logger.info("in room", metadata: ["code": "\(displayed)"])
             case .memberJoined(let record), .memberUpdated(let record):
                 self.logger.debug("room member", metadata: ["peer": "\(record.displayName) (\(record.peerID))", "visible": "\(record.isVisible)"])
                 self.online.sightings.member(record, machine: &machine)
@@ -147,7 +168,9 @@ extension SessionCore {
                 self.logger.info("the rendezvous stopped answering: registering again")
             case .failed(let error):
                 var reason = error.description
-                if error == .rendezvousUnreachable, let rendezvous = self.onlineSettings?.rendezvous {
+                if case .noSuchRoom(let code) = error, let secret = self.online.secret, let invitation = RoomInvitation(nameplate: code, secret: secret) {
+                    reason = RoomError.noSuchRoom(displayed: invitation.displayed)
+                } else if error == .rendezvousUnreachable, let rendezvous = self.onlineSettings?.rendezvous {
                     reason = "No answer from the rendezvous at \(rendezvous.joined(separator: ", ")): is it running there, and can UDP or TCP reach it from this network?"
                 }
                 let failure = GKSessionError(.cannotEnableError, reason, underlying: error)
@@ -156,7 +179,7 @@ extension SessionCore {
                 waiters = self.online.takeCodeWaiters()
                 outcome = .failure(failure)
                 self.online.sightings.forgetMembers(machine: &machine)
-                self.logger.warning("not in the room", metadata: ["reason": "\(error)"])
+                self.logger.warning("not in the room", metadata: ["reason": "\(reason)"])
                 machine.notify(.failed(.cannotEnableError))
             case .pathChanged(let peer, let path):
                 let name = machine.displayName(of: peer) ?? "\(peer)"
@@ -180,7 +203,7 @@ extension SessionCore {
 
     // MARK: - Queries
 
-    var roomCode: String? { self.lock.withLock { self.online.code?.displayed } }
+    var roomCode: String? { self.lock.withLock { self.online.invitation?.displayed } }
 
     /// The room's code once the rendezvous has answered; throws why the session is not in the
     /// room (a wrong code, no rendezvous, a start that failed, a session never made available or
@@ -197,7 +220,7 @@ extension SessionCore {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<String, GKSessionError>, Never>) in
                 let ready: Result<String, GKSessionError>? = self.lock.withLock {
                     if Task.isCancelled { return .failure(Self.codeWaitCancelled) }
-                    if let code = self.online.code { return .success(code.displayed) }
+                    if let invitation = self.online.invitation { return .success(invitation.displayed) }
                     if let failure = self.online.failure { return .failure(failure) }
                     if self.phase == .closed { return .failure(Self.closedError) }
                     if self.phase == .idle, self.startTask == nil, !self.machine.isAvailable {

@@ -148,6 +148,7 @@ final class SessionCore: @unchecked Sendable {
         context.sessionFailure = self.online.unreportedFailure
         self.online.unreportedFailure = nil
         var stateChanged = false
+        var unauthenticated: Set<UInt32> = []
         for notification in notifications {
             switch notification {
             case .peerChanged(let peer, _):
@@ -158,8 +159,12 @@ final class SessionCore: @unchecked Sendable {
             case .connectionFailed(let peer, let code):
                 let name = self.machine.displayName(of: peer)
                 context.names[peer] = name
-                context.failures[peer] = .connectionFailure(code, peer: peer, name: name)
+                let cause: GKSessionError.FailureCause? =
+                    unauthenticated.remove(peer) == nil ? nil : self.onlineSettings == nil ? .passwordMismatch : .roomSecretMismatch
+                context.failures[peer] = .connectionFailure(code, peer: peer, name: name, cause: cause)
                 self.lastFailures[peer] = context.failures[peer]
+            case .authenticationFailed(let peer):
+                unauthenticated.insert(peer)
             default:
                 break
             }
@@ -247,7 +252,14 @@ final class SessionCore: @unchecked Sendable {
         // An online session's room record carries the liveness key, so the key is made here.
         let livenessKey = Curve25519.KeyAgreement.PrivateKey()
         transport.livenessPrivateKey = Array(livenessKey.rawRepresentation)
-        let online = try await self.makeOnlineMachine(livenessPublicKey: Array(livenessKey.publicKey.rawRepresentation))
+        let room = try await self.makeOnlineMachine(livenessPublicKey: Array(livenessKey.publicKey.rawRepresentation))
+        let online = room?.machine
+        if let room {
+            // Members prove the room's secret, with the session password, in every handshake:
+            // one who knows only what the rendezvous knows fails it (PROTOCOL §18.7).
+            transport.preSharedKey = Self.roomKey(secret: room.secret, password: transport.preSharedKey)
+            self.lock.withLock { self.online.secret = room.secret }
+        }
         transport.logger = self.logger
         transport.logger[metadataKey: "layer"] = "transport"
         transport.metricsFactory = self.configuration.metricsFactory
@@ -270,6 +282,12 @@ final class SessionCore: @unchecked Sendable {
             let address = try SocketAddress(ipAddress: "0.0.0.0", port: self.configuration.port)
             return try await TransportEndpoint.bind(to: address, configuration: transport, online: online, onEvent: onEvent, onRoomEvent: onRoomEvent)
         }
+    }
+
+    /// The transport's password in an online room: the room code's secret part and the session
+    /// password (PROTOCOL §18.2).
+    static func roomKey(secret: UInt32, password: [UInt8]?) -> [UInt8] {
+        TransportConfiguration.combinedKey([RoomInvitation.bytes(ofSecret: secret), password ?? []])
     }
 
     /// Bytes of session header a message may add: the type byte and a relay's destination list.
@@ -423,6 +441,12 @@ final class SessionCore: @unchecked Sendable {
             switch event {
             case .linkClosed(let link, _), .sendBufferAvailable(let link):
                 resumed = self.takeRoomWaitersLocked(for: link)
+            case .handshakeFailed(let address, .authenticationFailed):
+                // Someone tried to connect here without the password (online: the room code's
+                // secret part): the one attempt it had is spent, and the user hears of it.
+                let cause: GKSessionError.FailureCause = self.onlineSettings == nil ? .passwordMismatch : .roomSecretMismatch
+                let who = MemberAddress.peer(of: address).map { "room member \(machine.displayName(of: $0) ?? "?") (\($0))" } ?? "\(address)"
+                self.logger.warning("incoming handshake not authenticated", metadata: ["from": "\(who)", "why": "\(cause.explanation)"])
             default:
                 break
             }

@@ -27,9 +27,9 @@ struct PeerPickerModel: Sendable {
         case discardSession
     }
 
-    /// The longest room code the user may type (a code is six characters; hyphens and spaces
-    /// may be typed between them).
-    static let longestTypedCode = 12
+    /// The longest room code the user may type (a code is twelve characters; hyphens and
+    /// spaces may be typed between them).
+    static let longestTypedCode = 20
 
     private(set) var screen: GKPeerPickerScreen
     private var effects: [Effect] = []
@@ -103,7 +103,7 @@ struct PeerPickerModel: Sendable {
             self.screen.phase = .enteringCode(String(text.dropLast()))
             self.screen.notice = nil
         case (.enteringCode(let text), .choose):
-            if RoomCode(text) != nil {
+            if RoomInvitation(text) != nil {
                 self.startOnline(.join(code: text))
             } else {
                 self.screen.notice = .invalidRoomCode(text)

@@ -1,3 +1,5 @@
+import GameKitOnline
+
 /// The words of the picker, shared by the terminal and line presenters (and a GUI could use them).
 public enum PeerPickerText {
     /// The one-line status of a screen: what is happening and what the user can do.
@@ -36,7 +38,7 @@ public enum PeerPickerText {
         case .noAnswer(let peer)?: "\(peer.displayName) did not answer."
         case .withdrawn(let peer)?: "\(peer.displayName) withdrew the invitation."
         case .failed(let peer, let reason)?: "Could not connect to \(peer.displayName): \(reason)"
-        case .invalidRoomCode(let text)?: "'\(text)' is not a room code: six letters and digits, such as 7K3-QXM."
+        case .invalidRoomCode(let text)?: RoomInvitation.problem(typed: text) ?? "'\(text)' was refused as a room code."
         case .roomUnavailable(let reason)?: reason.isEmpty ? "Could not join the room." : "Could not join the room: \(reason)"
         case .sessionUnavailable(let reason)?: reason.isEmpty ? "No usable network interface." : reason
         case nil: nil
@@ -71,8 +73,7 @@ public enum PeerPickerText {
         case .noNetwork: "r retries, Esc or q cancels"
         case .connected, .finished: ""
         }
-    }
-}
+    }}
 
 extension GKPeerPickerScreen {
     /// Whether `action` on this screen may lead into typing a room code or out of it, so that a

@@ -10,7 +10,7 @@ extension GKSession.Configuration {
         public enum Room: Sendable, Hashable {
             /// A new room: its code (``GKSession/roomCode``) is given to friends.
             case create
-            /// The room with this code (six characters, e.g. `7K3-QXM`; case, `I`/`L`/`O` and
+            /// The room with this code (twelve characters, e.g. `7K3Q-XM4F-9ABR`; case, `I`/`L`/`O` and
             /// hyphens are forgiven).
             case join(code: String)
         }

@@ -452,6 +452,8 @@ open class GKSession: NSObject, @unchecked Sendable {
                 callbacks.delegate?.session(self, didReceiveConnectionRequestFromPeer: String(peer))
             case .connectionFailed(let peer, let error):
                 callbacks.delegate?.session(self, connectionWithPeerFailed: String(peer), withError: failures[peer] ?? GKSessionError(error))
+            case .authenticationFailed:
+                break
             case .failed(let error):
                 callbacks.delegate?.session(self, didFailWithError: sessionFailure ?? GKSessionError(error))
             case .received(let buffer, let peer, _):

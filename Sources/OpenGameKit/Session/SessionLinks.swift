@@ -28,6 +28,10 @@ enum SessionNotification: Sendable, Equatable {
     case peerChanged(UInt32, GKPeerConnectionState)
     case connectionRequest(UInt32)
     case connectionFailed(UInt32, GKSessionError.Code)
+    /// The peer's handshake did not prove the same password (in an online room: the room code's
+    /// secret part too); the `connectionFailed` that follows is this. Not delivered as such: the
+    /// driver words the failure after it.
+    case authenticationFailed(UInt32)
     case received(ByteBuffer, from: UInt32, mode: SendMode)
     case failed(GKSessionError.Code)
 }

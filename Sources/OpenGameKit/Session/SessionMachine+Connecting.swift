@@ -212,7 +212,10 @@ extension SessionMachine {
 
     mutating func handleConnectFailed(_ link: LinkID, _ error: TransportError) {
         guard let peerID = self.linkOwners[link], self.peers[peerID]?.outgoing?.links.contains(link) == true else { return }
-        if case .authenticationFailed = error { self.statistics.authenticationFailures += 1 }
+        if case .authenticationFailed = error {
+            self.statistics.authenticationFailures += 1
+            self.notify(.authenticationFailed(peerID))
+        }
         // A refusal by the peer's application or session decides for every path; a path that
         // got no answer (or was answered "duplicate") leaves the attempt to the others.
         let endsAttempt: Bool

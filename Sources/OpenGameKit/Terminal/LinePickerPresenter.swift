@@ -67,7 +67,7 @@ public final class LinePickerPresenter: GKPeerPickerPresenter {
     nonisolated static func actions(for line: String, on screen: GKPeerPickerScreen = GKPeerPickerScreen(phase: .searching)) -> [GKPeerPickerAction] {
         switch screen.phase {
         case .enteringCode(let typed):
-            // The line is the code; `c` or `q` alone goes back (a code has six characters).
+            // The line is the code; `c` or `q` alone goes back (a code has twelve characters).
             if ["c", "q", "cancel", "quit"].contains(line.lowercased()) { return [.cancel] }
             return Array(repeating: .erase, count: typed.count) + [.type(line), .choose]
         case .choosingRoom:
