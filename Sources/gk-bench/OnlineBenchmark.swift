@@ -23,6 +23,8 @@ import OpenGameKit
 /// - `punch` per NAT class: gk-session processes across the NAT topology (``OnlinePunch``).
 /// - `scale`: two gk-rendezvous processes on one PostgreSQL and many rooms of room clients
 ///   (``OnlineScale``).
+/// - `abuse`: `join` at a gk-rendezvous process with its defaults, quiet and then under attack
+///   (idle TCP connections and a flood of wrong codes, ``OnlineAbuse``).
 /// Every figure is measured in this run; nothing is asserted.
 struct OnlineBenchmark: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -48,6 +50,9 @@ struct OnlineBenchmark: AsyncParsableCommand {
 
     @Option(help: "Hole-punching attempts per NAT class (default 5; 1 with --quick; 0 skips it).")
     var punchAttempts: Int?
+
+    @Option(help: "Idle TCP connections of the abuse work's attacker (default 10000; 500 with --quick; 0 skips it).")
+    var abuseConnections: Int?
 
     func run() async throws {
         try NetworkSandbox.requireIsolation()
@@ -76,6 +81,10 @@ struct OnlineBenchmark: AsyncParsableCommand {
         await rendezvous.stop()
         guard let root = ProjectLayout.root else { throw ValidationError("cannot find the project root (scripts/sandbox)") }
         let executables = URL(fileURLWithPath: ProjectLayout.executable).deletingLastPathComponent()
+        let abuseConnections = self.abuseConnections ?? (self.quick ? 500 : 10_000)
+        if abuseConnections > 0 {
+            lines.append(try await OnlineAbuse.run(connections: abuseConnections, rounds: rounds, executables: executables))
+        }
         let punchAttempts = self.punchAttempts ?? (self.quick ? 1 : 5)
         if punchAttempts > 0 {
             lines += await OnlinePunch.run(attempts: punchAttempts, root: root, executables: executables)
@@ -98,8 +107,10 @@ struct OnlineBenchmark: AsyncParsableCommand {
         (self.json ? FileHandle.standardError : FileHandle.standardOutput).write(Data(table.utf8))
     }
 
-    static func session(_ name: String, room: GKSession.Configuration.Online.Room, rendezvous: String, direct: Bool = false) -> GKSession {
-        var configuration = GKSession.Configuration()
+    static func session(
+        _ name: String, room: GKSession.Configuration.Online.Room, rendezvous: String, direct: Bool = false, bindAddress: String? = nil
+    ) -> GKSession {
+        var configuration = GKSession.Configuration(bindAddress: bindAddress)
         configuration.online = .init(rendezvous: rendezvous, room: room, alsoNearby: false, directPaths: direct)
         return GKSession(sessionID: "bench-online", displayName: name, sessionMode: .peer, configuration: configuration)
     }
@@ -119,12 +130,30 @@ struct OnlineBenchmark: AsyncParsableCommand {
     // MARK: - join
 
     static func join(rounds: Int, rendezvous: String) async throws -> [String: Any] {
+        let samples = try await Self.joinTimes(rounds: rounds, rendezvous: rendezvous)
+        let (p50, p99) = Self.figures(samples)
+        return ["work": "join", "p50_ms": p50 ?? NSNull(), "p99_ms": p99 ?? NSNull(), "joined": samples.count, "expected": rounds]
+    }
+
+    /// The join time of each round that joined, in milliseconds.
+    /// With `ownAddresses`, each member binds a loopback address of its own (127.4.x.y for hosts,
+    /// 127.5.x.y for joiners), as members on different hosts would be; otherwise all come from
+    /// 127.0.0.1. A round whose host gets no room (`throwing` false) counts as not joined.
+    static func joinTimes(rounds: Int, rendezvous: String, first: Int = 0, ownAddresses: Bool = false, throwing: Bool = true) async throws -> [Double] {
         var samples: [Double] = []
-        for round in 0..<rounds {
-            let host = Self.session("host \(round)", room: .create, rendezvous: rendezvous)
+        for round in first..<(first + rounds) {
+            func address(_ net: Int) -> String? { ownAddresses ? "127.\(net).\(round / 250 % 250).\(round % 250 + 1)" : nil }
+            let host = Self.session("host \(round)", room: .create, rendezvous: rendezvous, bindAddress: address(4))
             host.isAvailable = true
-            let code = try await host.waitForRoomCode()
-            let joiner = Self.session("joiner \(round)", room: .join(code: code), rendezvous: rendezvous)
+            let code: String
+            do {
+                code = try await host.waitForRoomCode()
+            } catch {
+                await host.close()
+                if throwing { throw error }
+                continue
+            }
+            let joiner = Self.session("joiner \(round)", room: .join(code: code), rendezvous: rendezvous, bindAddress: address(5))
             let start = NIODeadline.now()
             joiner.isAvailable = true
             if await Self.until({ host.peers(with: .stateAvailable).contains(joiner.peerID) }) {
@@ -133,8 +162,7 @@ struct OnlineBenchmark: AsyncParsableCommand {
             await joiner.close()
             await host.close()
         }
-        let (p50, p99) = Self.figures(samples)
-        return ["work": "join", "p50_ms": p50 ?? NSNull(), "p99_ms": p99 ?? NSNull(), "joined": samples.count, "expected": rounds]
+        return samples
     }
 
     // MARK: - first message

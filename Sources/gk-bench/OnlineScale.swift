@@ -104,16 +104,9 @@ enum OnlineScale {
         return ((user + system) / ticks, (rss ?? 0) / 1024)
     }
 
-    /// Raises this process's open-file limit to its hard limit (a socket per member).
-    static func raiseFileLimit() {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-    }
-
     static func run(rooms: Int, peersPerRoom: Int, membersPerSecond: Double, root: URL, executables: URL) async throws -> [String: Any] {
-        raiseFileLimit()
+        // A socket per member.
+        RendezvousService.raiseDescriptorLimit()
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-scale-\(getpid())")
         // scripts/postgres makes the cluster's directory itself (owned by the server's user).
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-scale-db-\(getpid())").path

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 @_spi(Machine) import GameKitOnline
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 import NetworkImpairment
@@ -56,6 +57,12 @@ struct GKRendezvous: AsyncParsableCommand {
     @Option(help: "Members one room holds (at most 64).")
     var maxMembers = 16
 
+    @Option(help: "TCP connections at once (for members whose network blocks UDP), at most the open-file limit less 256.")
+    var maxStreams = StreamLimits().total
+
+    @Option(help: "TCP connections at once from one IPv4 address or IPv6 /64.")
+    var streamsPerSource = StreamLimits().perSource
+
     @Option(help: "Stop after this many seconds (default: run until a signal).")
     var duration: Double?
 
@@ -66,6 +73,7 @@ struct GKRendezvous: AsyncParsableCommand {
         guard self.memberTimeout >= 1, self.roomLifetime >= 1 else { throw ValidationError("--member-timeout and --room-lifetime are at least 1 second") }
         guard (2...64).contains(self.maxMembers) else { throw ValidationError("--max-members is from 2 to 64") }
         guard self.statsInterval > 0 else { throw ValidationError("--stats-interval must be positive") }
+        guard self.maxStreams >= 0, self.streamsPerSource >= 1 else { throw ValidationError("--max-streams is at least 0 and --streams-per-source at least 1") }
         if let duration = self.duration, !(duration > 0 && duration.isFinite) { throw ValidationError("--duration must be a positive number of seconds") }
     }
 
@@ -77,6 +85,8 @@ struct GKRendezvous: AsyncParsableCommand {
         configuration.memberTimeout = .nanoseconds(Int64(self.memberTimeout * 1e9))
         configuration.roomIdleLifetime = .nanoseconds(Int64(self.roomLifetime * 1e9))
         configuration.maximumMembersPerRoom = self.maxMembers
+        configuration.streams.total = self.maxStreams
+        configuration.streams.perSource = self.streamsPerSource
         let signingKey = try self.loadKey()
         let trusted = try self.trustKey.map { text -> Curve25519.Signing.PublicKey in
             guard let bytes = Hex.decode(text), let key = try? Curve25519.Signing.PublicKey(rawRepresentation: bytes) else {
@@ -104,11 +114,14 @@ struct GKRendezvous: AsyncParsableCommand {
             try await rooms.open()
             store = rooms
         }
+        let refusals = RefusalLog()
         let service = try await RendezvousService.start(at: address, configuration: configuration, signingKey: signingKey, otherIssuers: trusted) { event in
             if case .store(let command) = event {
                 commandSink.yield(command)
                 return
             }
+            // A flood of bad requests must not become a flood of log lines.
+            if case .refused = event, !refusals.admit() { return }
             JSONLines.line(Self.fields(of: event))
         }
         let storeTask = store.map { store in Task { await store.run(service: service, commands: commands) } }
@@ -116,12 +129,13 @@ struct GKRendezvous: AsyncParsableCommand {
             "event": "listening", "address": "\(service.localAddress)", "port": service.localAddress.port ?? 0,
             "relay": self.relay, "public_key": Hex.encode(Array(service.publicKey.rawRepresentation)),
             "instance": configuration.sharedInstance ?? "",
+            "max_streams": service.streamLimits.total, "streams_per_source": service.streamLimits.perSource,
         ])
         let statistics = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: UInt64(self.statsInterval * 1e9))
                 if Task.isCancelled { break }
-                JSONLines.line(Self.fields(of: service.statistics))
+                JSONLines.line(Self.fields(of: service.statistics, refusals: refusals))
             }
         }
         let why = await stop.wait(seconds: self.duration)
@@ -133,7 +147,7 @@ struct GKRendezvous: AsyncParsableCommand {
         commandSink.finish()
         storeTask?.cancel()
         await store?.close()
-        var last = Self.fields(of: service.statistics)
+        var last = Self.fields(of: service.statistics, refusals: refusals)
         last["stopped"] = why
         JSONLines.line(last)
     }
@@ -165,12 +179,37 @@ struct GKRendezvous: AsyncParsableCommand {
         }
     }
 
-    static func fields(of statistics: RendezvousStatistics) -> [String: Any] {
+    static func fields(of statistics: RendezvousStatistics, refusals: RefusalLog) -> [String: Any] {
         let data = (try? JSONEncoder().encode(statistics)) ?? Data()
         var fields = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         fields["event"] = "statistics"
+        fields["refusals_unlogged"] = refusals.unlogged
         return fields
     }
+}
+
+/// At most ``perSecond`` "refused" lines a second; the rest are counted (in the statistics
+/// lines), not printed.
+final class RefusalLog: Sendable {
+    static let perSecond = 10
+    private let state = NIOLockedValueBox<(second: UInt64, lines: Int, unlogged: UInt64)>((0, 0, 0))
+
+    /// Whether this refusal gets its line.
+    func admit() -> Bool {
+        let second = NIODeadline.now().uptimeNanoseconds / 1_000_000_000
+        return self.state.withLockedValue { state in
+            if state.second != second { (state.second, state.lines) = (second, 0) }
+            guard state.lines < Self.perSecond else {
+                state.unlogged += 1
+                return false
+            }
+            state.lines += 1
+            return true
+        }
+    }
+
+    /// Refusals not printed so far.
+    var unlogged: UInt64 { self.state.withLockedValue { $0.unlogged } }
 }
 
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`, or with `?host=DIRECTORY` a Unix socket.

@@ -245,10 +245,13 @@ struct SessionBenchmarkHarnessTests {
 
     /// `gk-bench online` runs end to end: every work's line with its figure names: the paths
     /// (TCP through the sandbox's iptables), hole punching across the NAT topology, and the scale
-    /// work's two gk-rendezvous on a PostgreSQL it starts.
+    /// work's two gk-rendezvous on a PostgreSQL it starts; and the abuse work's gk-rendezvous,
+    /// started as users start it, keeping rooms meeting while 10,000 idle TCP connections and a
+    /// flood of wrong codes from hundreds of source addresses go at it.
     @Test func onlineBenchmarkProducesCompleteJSON() async throws {
         let result = try await SandboxScript.run(
-            "gk-bench online --quick --rounds 3 --seconds 1 --scale-rooms 10 --punch-attempts 1 --json 2>/dev/null", timeout: 400)
+            "gk-bench online --quick --rounds 3 --seconds 1 --scale-rooms 10 --punch-attempts 1 --abuse-connections 10000 --json 2>/dev/null",
+            timeout: 400)
         let join = try #require(result.objects.first { $0["work"] as? String == "join" }, "\(result.lines)")
         #expect(join["joined"] as? Int == 3 && join["p50_ms"] is Double && join["p99_ms"] is Double, "\(join)")
         let first = result.objects.filter { $0["work"] as? String == "first-message" }
@@ -269,6 +272,21 @@ struct SessionBenchmarkHarnessTests {
         #expect(scale["instances"] as? Int == 2 && scale["rooms"] as? Int == 10 && scale["peers_per_room"] as? Int == 4, "\(scale)")
         #expect(scale["joined"] as? Int == 40 && scale["expected"] as? Int == 40, "\(scale)")
         #expect(scale["join_p99_ms"] is Double && (scale["rss_mb"] as? Double ?? 0) > 0 && scale["cpu_pct"] is Double, "\(scale)")
+        let abuse = try #require(result.objects.first { $0["work"] as? String == "abuse" }, "\(result.lines)")
+        // Every real member met its host, quiet and under attack.
+        #expect(abuse["quiet_joined"] as? Int == 3 && abuse["quiet_tried"] as? Int == 3, "\(abuse)")
+        #expect((abuse["tried"] as? Int ?? 0) >= 3 && abuse["joined"] as? Int == abuse["tried"] as? Int, "\(abuse)")
+        #expect(abuse["p50_ms"] is Double && abuse["p99_ms"] is Double && abuse["p99_ratio"] is Double, "\(abuse)")
+        // The attack happened: every connection opened at least once, wrong codes were counted.
+        #expect((abuse["idle_opened"] as? Int ?? 0) >= 10_000, "\(abuse)")
+        #expect((abuse["wrong_codes_counted"] as? Int ?? 0) > 0, "\(abuse)")
+        // Its log stayed a log: most refusals were counted, not printed.
+        #expect((abuse["refusals_unlogged"] as? Int ?? 0) > 0, "\(abuse)")
+        // The server held its limit, closed silent streams and made room by closing the oldest.
+        let limit = try #require(abuse["max_streams"] as? Int)
+        #expect(limit > 0 && limit <= 8192 && (abuse["streams_open"] as? Int ?? .max) <= limit, "\(abuse)")
+        #expect((abuse["streams_silent_closed"] as? Int ?? 0) > 0 && (abuse["idle_closed_by_server"] as? Int ?? 0) > 0, "\(abuse)")
+        #expect((abuse["streams_evicted"] as? Int ?? 0) > 0, "\(abuse)")
     }
 
     /// `gk-bench lan` runs end to end: every signal's line with its figure names, no failed round.

@@ -103,7 +103,7 @@ package final class OnlineStreams: Sendable {
                         StreamFrameHandler(
                             source: address, receive: hooks.receive, complete: hooks.complete,
                             closed: { channel in
-                                carrier.remove(channel)
+                                carrier.remove(channel, for: address)
                                 state.withLockedValue { _ = $0.opened.remove(address) }
                             }))
                 }

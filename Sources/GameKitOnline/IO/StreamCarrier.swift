@@ -41,8 +41,11 @@ final class StreamCarrier: @unchecked Sendable {
         self.streams.withLockedValue { $0[address] = channel }
     }
 
-    func remove(_ channel: Channel) {
-        self.streams.withLockedValue { streams in streams = streams.filter { $0.value !== channel } }
+    /// Forgets `channel`, the stream for `address` (unless another has replaced it).
+    func remove(_ channel: Channel, for address: SocketAddress) {
+        self.streams.withLockedValue { streams in
+            if streams[address] === channel { streams[address] = nil }
+        }
     }
 
     func stream(to address: SocketAddress) -> Channel? {

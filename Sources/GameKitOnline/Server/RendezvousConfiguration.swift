@@ -33,6 +33,8 @@ public struct RendezvousConfiguration: Sendable {
     public var sharedInstance: String?
     /// STUN answers a second to one source address.
     public var stunAnswersPerSecondPerSource: Double = 20
+    /// Limits on the TCP streams of members whose networks block UDP.
+    public var streams = StreamLimits()
 
     /// The defaults above.
     public init() {}
@@ -67,6 +69,8 @@ public struct RendezvousStatistics: Sendable, Equatable, Codable {
     public var droppedRateLimited: UInt64 = 0
     /// Relayed datagrams to a member with no allocation, or over a ticket's byte limit.
     public var droppedUndeliverable: UInt64 = 0
+    /// The TCP streams (filled in by the running service, not the machine).
+    public var streams = StreamStatistics()
 
     /// All zero.
     public init() {}
