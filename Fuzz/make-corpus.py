@@ -6,53 +6,52 @@ Every seed starts with the harness's selector byte (see Sources/PacketDecoderFuz
   0x01  the rest is a data packet's plaintext (frames) -> FuzzingEntryPoints.readFrames
   0x02  the rest is datagrams, each behind a 2-byte big-endian length -> receive, in order
 
-Datagrams follow Sources/GameKitTransport/Wire/*.swift and docs/PROTOCOL.md. The initiations and
-the cancel are real: sealed and MAC'd under the fuzzed endpoint's key (no password), with fixed
-ephemeral keys, so the fuzzed responder authenticates and accepts them. The rest (responses,
-rejects, cookies, data packets) are correctly shaped but cannot match the fuzzed endpoint's random
-link indices and keys; they exercise the decoders and the endpoint's routing.
+Datagrams follow Sources/GameKitTransport/Wire/*.swift and docs/PROTOCOL.md (transport version 2).
+The initiations are real: their CPace shares are ristretto255 elements (libsodium, through ctypes),
+so the fuzzed responder runs its half of CPace and answers each with a challenge; a request that
+follows one in a sequence reaches the responder's open (and fails it: its keys come from the
+responder's fresh scalar, which no seed can know), the wrong-password path with its reject and
+guess limiter. The rest (challenges, responses, rejects, cookies, cancels, data packets) are
+correctly shaped but cannot match the fuzzed endpoint's random indices, echoes and keys; they
+exercise the decoders and the endpoint's routing.
 
-Needs pyca/cryptography (as scripts/key-vectors.py). Run: python3 Fuzz/make-corpus.py
+Needs pyca/cryptography (as scripts/key-vectors.py) and libsodium. Run: python3 Fuzz/make-corpus.py
 """
+import ctypes
+import ctypes.util
 import hashlib
-import hmac
 import os
 import random
 import struct
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Corpus")
 RECEIVE, FRAMES, SEQUENCE = b"\x00", b"\x01", b"\x02"
 
-# Packet types (PacketType.swift) and frame types (Frame.swift).
-INITIATION, RESPONSE, REJECT, COOKIE, CANCEL, DATA, PROBE, PROBE_REPLY, PROBE_COOKIE = range(4, 13)
+# Packet types (PacketType.swift), handshake kinds (HandshakeKind) and frame types (Frame.swift).
+HANDSHAKE_OUT, HANDSHAKE_BACK, REJECT, COOKIE, CANCEL, DATA, PROBE, PROBE_REPLY, PROBE_COOKIE = range(4, 13)
+FIRST, SECOND = 0, 1  # initiation / challenge, request / response
 PADDING, PING, ACK, RELIABLE, UNRELIABLE, FRAGMENT, WINDOW, CLOSE = range(0, 8)
-VERSION = 1
+VERSION = 2
+SODIUM = ctypes.CDLL(ctypes.util.find_library("sodium"))
+assert SODIUM.sodium_init() >= 0
 
 
-# --- Key schedule (KeySchedule.swift, as scripts/key-vectors.py) -------------------------------
-
-def hkdf_extract(salt, ikm):
-    return hmac.new(salt, ikm, hashlib.sha256).digest()
-
-
-def hkdf_expand(prk, info, length):
-    out, block, counter = b"", b"", 1
-    while len(out) < length:
-        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
-        out += block
-        counter += 1
-    return out[:length]
+def share(seed):
+    """A ristretto255 element: seed's scalar times the group's base point."""
+    scalar = ctypes.create_string_buffer(32)
+    SODIUM.crypto_core_ristretto255_scalar_reduce(scalar, hashlib.sha512(b"seed %d" % seed).digest())
+    point = ctypes.create_string_buffer(32)
+    assert SODIUM.crypto_scalarmult_ristretto255_base(point, scalar) == 0
+    return point.raw
 
 
-def psk(password=b""):
-    return hkdf_extract(b"OpenGameKit v1 psk", password)
-
+# --- Keys -------------------------------------------------------------------------------------
 
 def public_key(seed):
+    """An X25519 public key (liveness keys, PROTOCOL 3.9)."""
     private = X25519PrivateKey.from_private_bytes(bytes((seed + i) % 256 for i in range(32)))
     return private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
 
@@ -77,21 +76,24 @@ def parameters(window=4 << 20, reliable=1 << 20, unreliable=96 << 10, ack_delay=
     return u32(window) + u32(reliable) + u32(unreliable) + u32(ack_delay) + u16(datagram) + u16(0)
 
 
-def initiation(sender, ephemeral, params=None, payload=b"", password=b"", version=VERSION, mac2=bytes(16)):
-    header = u8(INITIATION) + u8(version) + u16(0) + u32(sender) + ephemeral
-    key = hkdf_expand(psk(password), b"ogk1 initiation" + ephemeral, 32)
-    sealed = ChaCha20Poly1305(key).encrypt(bytes(12), (params or parameters()) + payload, header)
-    return header + sealed + mac2
+def initiation(sender, element, version=VERSION, mac2=bytes(16), padding=bytes(16)):
+    return u8(HANDSHAKE_OUT) + u8(version) + u8(FIRST) + u8(0) + u32(sender) + element + padding + mac2
 
 
-def cancel(sender, ephemeral, reason=0, password=b""):
-    covered = u8(CANCEL) + u8(VERSION) + u8(reason) + u8(0) + u32(sender) + ephemeral[:16]
-    key = hkdf_expand(psk(password), b"ogk1 cancel" + ephemeral, 32)
-    return covered + hmac.new(key, covered, hashlib.sha256).digest()[:16]
+def challenge(receiver, echo, element, tag):
+    return u8(HANDSHAKE_BACK) + u8(VERSION) + u8(FIRST) + u8(0) + u32(receiver) + echo + element + tag
 
 
-def response(sender, receiver, ephemeral, sealed):
-    return u8(RESPONSE) + u8(VERSION) + u16(0) + u32(sender) + u32(receiver) + ephemeral + sealed
+def request(sender, sealed):
+    return u8(HANDSHAKE_OUT) + u8(VERSION) + u8(SECOND) + u8(0) + u32(sender) + sealed
+
+
+def cancel(sender, echo, mac, reason=0):
+    return u8(CANCEL) + u8(VERSION) + u8(reason) + u8(0) + u32(sender) + echo + mac
+
+
+def response(sender, receiver, sealed):
+    return u8(HANDSHAKE_BACK) + u8(VERSION) + u8(SECOND) + u8(0) + u32(sender) + u32(receiver) + sealed
 
 
 def reject(reason, receiver, echo, code=0, version=VERSION):
@@ -150,25 +152,28 @@ def seeds():
     def noise(n):
         return bytes(rng.randrange(256) for _ in range(n))
 
-    key_a, key_b, key_c = public_key(1), public_key(41), public_key(81)
+    key_a, key_b, key_c = share(1), share(41), share(81)
     echo_a = key_a[:16]
 
     # Datagrams (selector 0x00).
     yield "recv-initiation-valid", RECEIVE + initiation(0x0A0B0C0D, key_a)
-    yield "recv-initiation-valid-payload", RECEIVE + initiation(0x11223344, key_b, payload=b"hello, responder")
-    yield "recv-initiation-valid-mac2", RECEIVE + initiation(0x55667788, key_c, payload=b"\x00" * 64, mac2=noise(16))
-    yield "recv-initiation-wrong-password", RECEIVE + initiation(0x01020304, key_a, password=b"correct horse")
-    yield "recv-initiation-bad-parameters", RECEIVE + initiation(0x0A0B0C0E, public_key(121), params=parameters(datagram=1000))
-    yield "recv-initiation-low-order-key", RECEIVE + initiation(0x0A0B0C0F, bytes(32))
-    yield "recv-initiation-version-2", RECEIVE + initiation(0x0A0B0C10, public_key(161), version=2)
+    yield "recv-initiation-valid-mac2", RECEIVE + initiation(0x55667788, key_c, mac2=noise(16))
+    yield "recv-initiation-nonzero-padding", RECEIVE + initiation(0x0A0B0C0E, share(121), padding=noise(16))
+    yield "recv-initiation-identity", RECEIVE + initiation(0x0A0B0C0F, bytes(32))
+    yield "recv-initiation-not-an-element", RECEIVE + initiation(0x0A0B0C12, bytes([0xFF] * 32))
+    yield "recv-initiation-version-1", RECEIVE + initiation(0x0A0B0C10, share(161), version=1)
+    yield "recv-initiation-version-3", RECEIVE + initiation(0x0A0B0C13, share(162), version=3)
     yield "recv-initiation-truncated", RECEIVE + initiation(0x0A0B0C11, key_a)[:60]
-    yield "recv-cancel-valid", RECEIVE + cancel(0x0A0B0C0D, key_a, reason=0)
-    yield "recv-cancel-timed-out", RECEIVE + cancel(0x11223344, key_b, reason=1)
-    yield "recv-response", RECEIVE + response(0xCAFEF00D, 0x0A0B0C0D, public_key(201), noise(20 + 16))
-    yield "recv-response-payload", RECEIVE + response(0xCAFEF00E, 0x12345678, public_key(202), noise(20 + 32 + 16))
+    yield "recv-challenge", RECEIVE + challenge(0x0A0B0C0D, echo_a, share(3), noise(16))
+    yield "recv-request", RECEIVE + request(0x0A0B0C0D, noise(20 + 16))
+    yield "recv-request-payload", RECEIVE + request(0x11223344, noise(20 + 64 + 16))
+    yield "recv-cancel", RECEIVE + cancel(0x0A0B0C0D, echo_a, noise(16), reason=0)
+    yield "recv-cancel-timed-out", RECEIVE + cancel(0x11223344, key_b[:16], noise(16), reason=1)
+    yield "recv-response", RECEIVE + response(0xCAFEF00D, 0x0A0B0C0D, noise(20 + 16))
+    yield "recv-response-payload", RECEIVE + response(0xCAFEF00E, 0x12345678, noise(20 + 32 + 16))
     yield "recv-reject-auth", RECEIVE + reject(1, 0x0A0B0C0D, echo_a)
     yield "recv-reject-denied", RECEIVE + reject(2, 0x0A0B0C0D, echo_a, code=0x1234)
-    yield "recv-reject-version", RECEIVE + reject(3, 0x0A0B0C0D, echo_a, version=2)
+    yield "recv-reject-version", RECEIVE + reject(3, 0x0A0B0C0D, echo_a, version=1)
     yield "recv-cookie", RECEIVE + cookie(0x0A0B0C0D, echo_a, noise(16))
     yield "recv-data-short", RECEIVE + data_packet(0x0A0B0C0D, 0, noise(17))
     yield "recv-data-1200", RECEIVE + data_packet(0x0A0B0C0D, 1, noise(1200 - 16))
@@ -184,14 +189,16 @@ def seeds():
 
     # Datagram sequences (selector 0x02): state within one input. Fresh keys and indices, so that
     # the endpoint has not seen these initiations before.
-    key_d, key_e, key_f = public_key(7), public_key(47), public_key(87)
-    init_d = initiation(0x0D0D0D0D, key_d, payload=b"seq")
-    yield "seq-initiation-cancel", sequence(init_d, cancel(0x0D0D0D0D, key_d, reason=0))
+    key_d, key_e, key_f, key_g = share(7), share(47), share(87), share(127)
+    yield "seq-initiation-cancel", sequence(initiation(0x0D0D0D0D, key_d), cancel(0x0D0D0D0D, key_d[:16], noise(16), reason=0))
     yield "seq-initiation-repeat", sequence(initiation(0x0E0E0E0E, key_e), initiation(0x0E0E0E0E, key_e, mac2=noise(16)))
-    yield "seq-initiation-data", sequence(
-        initiation(0x0F0F0F0F, key_f), data_packet(0x0F0F0F0F, 0, noise(40)), cancel(0x0F0F0F0F, key_f, reason=1))
+    # A request after its initiation: it does not open, so the handshake fails as a wrong
+    # password would (a reject, a guess spent), and its repeat gets the same reject.
+    wrong = request(0x0F0F0F0F, noise(36))
+    yield "seq-initiation-request", sequence(initiation(0x0F0F0F0F, key_f), wrong, wrong, data_packet(0x0F0F0F0F, 0, noise(40)))
+    yield "seq-initiation-other-share", sequence(initiation(0x10101010, key_g), initiation(0x10101010, share(128)))
     yield "seq-handshake-replies", sequence(
-        response(0xCAFEF00F, 0x0A0B0C0D, public_key(203), noise(36)), cookie(0x0A0B0C0D, echo_a, noise(16)),
+        challenge(0x0A0B0C0D, echo_a, share(5), noise(16)), response(0xCAFEF00F, 0x0A0B0C0D, noise(36)), cookie(0x0A0B0C0D, echo_a, noise(16)),
         reject(2, 0x0A0B0C0D, echo_a, code=7), reject(3, 0x0A0B0C0D, echo_a, version=9))
 
     # Data packet plaintexts (selector 0x01).

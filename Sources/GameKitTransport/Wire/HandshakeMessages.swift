@@ -55,7 +55,8 @@ struct InitiationMessage: Equatable {
             buffer.readInteger(as: UInt8.self) != nil,
             let sender = buffer.readInteger(as: UInt32.self),
             let share = buffer.readSlice(length: WireSize.publicKey),
-            buffer.readSlice(length: Self.headerSize - 8 - WireSize.publicKey) != nil,
+            // The padding is zero: it is in the transcript, and only one encoding is accepted.
+            buffer.readSlice(length: Self.headerSize - 8 - WireSize.publicKey)?.readableBytesView.allSatisfy({ $0 == 0 }) == true,
             let mac2 = buffer.readSlice(length: WireSize.mac)
         else { return nil }
         return InitiationMessage(version: version, senderIndex: sender, share: share, mac2: mac2)
