@@ -28,7 +28,7 @@ enum role { ROLE_SERVER, ROLE_CLIENT };
 
 struct opts {
     enum role role;
-    const char *host;     /* client only */
+    const char *host;     /* client: where to connect; server: where to listen (127.0.0.1) */
     int port;             /* 1..65535 */
     const char *work;
     uint64_t count;       /* N >= 1 */
@@ -368,8 +368,8 @@ static inline void parse_opts(int argc, char **argv, const char *allowed, usage_
         usage("--port, --work, --count and --size are required");
     if (o->role == ROLE_CLIENT && !have_host)
         usage("the client needs --host");
-    if (o->role == ROLE_SERVER && have_host)
-        usage("the server takes no --host (it listens on 127.0.0.1)");
+    if (o->role == ROLE_SERVER && !have_host)
+        o->host = "127.0.0.1";
 }
 
 #endif

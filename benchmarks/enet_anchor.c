@@ -1,7 +1,7 @@
 /*
  * enet_anchor: ENet (libenet 1.3.x) anchor for gk-bench.
  *
- *   enet_anchor server --port P --work W --count N --size S [--wait spin|block] [--timeout T]
+ *   enet_anchor server [--host A] --port P --work W --count N --size S [--wait spin|block] [--timeout T]
  *   enet_anchor client --host H --port P --work W --count N --size S [--window M]
  *                      [--wait spin|block] [--timeout T]
  *
@@ -27,7 +27,7 @@ static void usage(const char *msg)
     if (msg != NULL)
         fprintf(stderr, "%s: %s\n", g_prog, msg);
     fprintf(stderr,
-            "usage: enet_anchor server --port P --work W --count N --size S\n"
+            "usage: enet_anchor server [--host 127.0.0.1] --port P --work W --count N --size S\n"
             "                          [--wait spin|block] [--timeout SECONDS]\n"
             "       enet_anchor client --host 127.0.0.1 --port P --work W --count N --size S\n"
             "                          [--window M] [--wait spin|block] [--timeout SECONDS]\n"
@@ -176,12 +176,12 @@ static void server_event(struct server *s, ENetEvent *ev)
 static void run_server(const struct opts *o, enum work w)
 {
     ENetAddress addr;
-    if (enet_address_set_host_ip(&addr, "127.0.0.1") != 0)
+    if (enet_address_set_host_ip(&addr, o->host) != 0)
         die("enet_address_set_host_ip failed");
     addr.port = (enet_uint16)o->port;
     ENetHost *h = enet_host_create(&addr, 1, CHANNELS, 0, 0);
     if (h == NULL)
-        die("cannot create an ENet host on 127.0.0.1:%d (port in use?)", o->port);
+        die("cannot create an ENet host on %s:%d (port in use?)", o->host, o->port);
 
     struct server s = { .o = o, .w = w, .host = h };
     s.ord.strict = (w == W_STREAM);
@@ -476,7 +476,7 @@ int main(int argc, char **argv)
     struct opts o;
     int is_client = argc >= 2 && strcmp(argv[1], "client") == 0;
     parse_opts(argc, argv,
-               is_client ? "host port work count size window wait timeout" : "port work count size wait timeout",
+               is_client ? "host port work count size window wait timeout" : "host port work count size wait timeout",
                usage, &o);
     enum work w;
     if (strcmp(o.work, "stream") == 0)

@@ -2,7 +2,7 @@
  * kernel_anchor: plain-socket anchor for gk-bench (the kernel's own TCP and UDP on loopback,
  * i.e. the upper bound for any user-space transport).
  *
- *   kernel_anchor server --port P --work W --count N --size S [--wait spin|block|epoll] [--timeout T]
+ *   kernel_anchor server [--host A] --port P --work W --count N --size S [--wait spin|block|epoll] [--timeout T]
  *   kernel_anchor client --host H --port P --work W --count N --size S [--nodelay on|off]
  *                        [--wait spin|block|epoll] [--timeout T]
  *
@@ -51,7 +51,7 @@ static void usage(const char *msg)
     if (msg != NULL)
         fprintf(stderr, "%s: %s\n", g_prog, msg);
     fprintf(stderr,
-            "usage: kernel_anchor server --port P --work W --count N --size S\n"
+            "usage: kernel_anchor server [--host 127.0.0.1] --port P --work W --count N --size S\n"
             "                            [--wait spin|block|epoll] [--timeout SECONDS]\n"
             "       kernel_anchor client --host 127.0.0.1 --port P --work W --count N --size S\n"
             "                            [--nodelay on|off] [--wait spin|block|epoll] [--timeout SECONDS]\n"
@@ -196,7 +196,7 @@ static int recv_exact(int fd, void *buf, size_t len, uint64_t deadline)
     return 0;
 }
 
-static int tcp_listen(int port)
+static int tcp_listen(const char *host, int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -205,9 +205,9 @@ static int tcp_listen(int port)
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
         die_errno("setsockopt(SO_REUSEADDR)");
     struct sockaddr_in sa;
-    resolve("127.0.0.1", port, &sa);
+    resolve(host, port, &sa);
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
-        die("bind 127.0.0.1:%d: %s", port, strerror(errno));
+        die("bind %s:%d: %s", host, port, strerror(errno));
     if (listen(fd, 4) != 0)
         die_errno("listen");
     return fd;
@@ -620,9 +620,9 @@ static void run_server(const struct opts *o, enum work w)
         if (fd < 0)
             die_errno("socket");
         struct sockaddr_in sa;
-        resolve("127.0.0.1", o->port, &sa);
+        resolve(o->host, o->port, &sa);
         if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
-            die("bind 127.0.0.1:%d: %s", o->port, strerror(errno));
+            die("bind %s:%d: %s", o->host, o->port, strerror(errno));
         set_io_timeouts(fd, UDP_POLL_MS);
         if (o->spin == 2)
             epoll_register(fd);
@@ -632,7 +632,7 @@ static void run_server(const struct opts *o, enum work w)
         print_server_json("udp", ord.delivered, ord.in_order);
         return;
     }
-    int lfd = tcp_listen(o->port);
+    int lfd = tcp_listen(o->host, o->port);
     print_ready();
     int fd = tcp_accept(lfd, deadline);
     close_fd(lfd);
@@ -696,7 +696,7 @@ int main(int argc, char **argv)
     struct opts o;
     int is_client = argc >= 2 && strcmp(argv[1], "client") == 0;
     parse_opts(argc, argv,
-               is_client ? "host port work count size nodelay wait timeout" : "port work count size wait timeout",
+               is_client ? "host port work count size nodelay wait timeout" : "host port work count size wait timeout",
                usage, &o);
     enum work w;
     if (strcmp(o.work, "tcp-stream") == 0)

@@ -7,6 +7,6 @@ struct GKBench: AsyncParsableCommand {
         commandName: "gk-bench",
         abstract: "OpenGameKit benchmarks, side by side with their anchors.",
         discussion: "Run inside the project's network sandbox: scripts/sandbox .build/release/gk-bench transport (or discovery, session, voice, voice-call)",
-        subcommands: [TransportBenchmark.self, DiscoveryBenchmark.self, SessionBenchmark.self, LanBenchmark.self, OnlineBenchmark.self, VoiceBenchmark.self, VoiceCallBenchmark.self, TransportPeer.self, PairRunner.self, TransportAllocations.self, DiscoveryPairRunner.self]
+        subcommands: [TransportBenchmark.self, FairnessBenchmark.self, DiscoveryBenchmark.self, SessionBenchmark.self, LanBenchmark.self, OnlineBenchmark.self, VoiceBenchmark.self, VoiceCallBenchmark.self, TransportPeer.self, PairRunner.self, TransportAllocations.self, DiscoveryPairRunner.self]
     )
 }

@@ -53,7 +53,7 @@ struct TransportBenchmark: ParsableCommand {
     @Flag(help: "A twentieth of the work: checks the harness quickly, not for figures.")
     var quick = false
 
-    @Option(help: "Only these work items (comma-separated).")
+    @Option(help: "Only these work items (comma-separated; `allocations` and `fairness`, run after the others, are items too).")
     var only: String?
 
     @Option(help: "Seconds allowed for one pair.")
@@ -102,6 +102,18 @@ struct TransportBenchmark: ParsableCommand {
             let perMessage = line["allocations_per_message"] as? [String: Any] ?? [:]
             func figure(_ key: String) -> String { (perMessage[key] as? Double).map { String(format: "%.1f", $0) } ?? "-" }
             rendered += "allocations per 1000-byte message, both sides: reliable \(figure("reliable")), unreliable \(figure("unreliable"))\n"
+        }
+        if selected?.contains("fairness") ?? true {
+            // Through a real bottleneck, in the same run as the rows above (issue "Trust on the
+            // internet": fairness must not be bought with the random-loss rows, nor these with it).
+            let child = ChildProcess(sandbox, ["--", ProjectLayout.executable, "fairness", "--json"] + (self.quick ? ["--quick"] : []), name: "fairness")
+            if (try? child.start()) != nil {
+                if !child.waitForExit(timeout: 1200) { child.terminate() }
+                for line in child.lines.compactMap({ try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }) {
+                    if self.json { Self.emit(line) }
+                    rendered += FairnessBenchmark.describe(line) + "\n"
+                }
+            }
         }
         if self.json {
             FileHandle.standardError.write(Data(rendered.utf8))

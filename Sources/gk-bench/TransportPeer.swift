@@ -98,7 +98,9 @@ struct TransportPeer: AsyncParsableCommand {
     private func drive(group: EventLoopGroup) async throws {
         let target = try SocketAddress(ipAddress: self.host, port: self.port)
         let run = ClientRun(work: self.work, count: self.count, size: self.size)
-        let endpoint = try await TransportEndpoint.bind(host: self.host, port: 0, configuration: self.configuration, group: group) { event in
+        // Any local address of the target's family: the route picks the one that reaches it.
+        let any = target.protocol == .inet6 ? "::" : "0.0.0.0"
+        let endpoint = try await TransportEndpoint.bind(host: any, port: 0, configuration: self.configuration, group: group) { event in
             run.handle(event)
         }
         run.endpoint = endpoint

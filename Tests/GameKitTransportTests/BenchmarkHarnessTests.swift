@@ -69,6 +69,26 @@ struct BenchmarkHarnessTests {
     /// gk-bench's discovery harness, one round per pair: every pair (gk-mdns and python-zeroconf
     /// from .venv, each registering and browsing) completes its round and the JSON carries the
     /// named fields. Times are not looked at.
+    /// `gk-bench fairness` through a real token bucket on a veth: every flow alone and every pair
+    /// ran and carried data, with its share and the target's verdict computed from the run.
+    @Test func fairnessBenchmarkRunsEveryFlowThroughTheBottleneck() async throws {
+        let result = try await SandboxScript.run("gk-bench fairness --seconds 2 --queues deep:100ms --json 2>/dev/null", timeout: 300)
+        let lines = result.objects.filter { $0["work"] as? String == "fairness" }
+        let flows = Set(lines.compactMap { $0["flows"] as? String })
+        #expect(
+            flows == ["opengamekit", "tcp", "enet", "opengamekit+tcp", "opengamekit+enet", "opengamekit+opengamekit", "tcp+enet"],
+            "\(result.lines)")
+        for line in lines {
+            #expect((line["mb_per_s"] as? Double ?? 0) > 0, "\(line)")
+            #expect(line["queue"] as? String == "deep")
+            guard (line["flows"] as? String)?.contains("+") == true else { continue }
+            #expect(line["share"] is Double && line["other_share"] is Double && line["capacity_mb_per_s"] is Double, "\(line)")
+            #expect(["met", "missed", "reference"].contains(line["target"] as? String ?? ""), "\(line)")
+        }
+        // Two of ours: the ratio the target is judged on.
+        #expect(lines.first { $0["flows"] as? String == "opengamekit+opengamekit" }?["ratio"] is Double)
+    }
+
     @Test func discoveryBenchmarkCompletesARoundForEveryPair() async throws {
         let result = try await SandboxScript.run("gk-bench discovery --quick --rounds 1 --json 2>/dev/null", timeout: 300)
         let lines = result.objects

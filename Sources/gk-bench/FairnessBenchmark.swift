@@ -1,0 +1,158 @@
+import ArgumentParser
+import Foundation
+import NetworkImpairment
+
+/// `gk-bench fairness`: bulk flows through a real kernel bottleneck. Senders here, receivers in a
+/// second namespace joined by a veth (`scripts/veth-pair`), whose egress here is a token bucket
+/// (`tc tbf`, 20 Mbit/s by default, drop-tail) with a shallow, a medium and a deep queue. Each of
+/// ours (a reliable stream of 1000-byte messages), kernel TCP and ENet alone gives the capacity;
+/// then ours beside TCP, beside ENet and beside a second of ours, for the same time, and kernel TCP
+/// beside ENet for reference (how the anchors share with each other). A flow's
+/// *share* is its rate over half the capacity (the most any one flow reached alone): 1 is fair.
+/// Every figure is measured in this run; targets are checked against them, not asserted.
+struct FairnessBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fairness", abstract: "Shares of a kernel bottleneck (veth + tbf): ours beside TCP, ENet and ours.")
+
+    @Flag(help: "Print one JSON line per run (the table goes to standard error).")
+    var json = false
+
+    @Flag(help: "3-second runs: checks the harness, not for figures.")
+    var quick = false
+
+    @Option(help: "Seconds of each run (default 20; 3 with --quick).")
+    var seconds: Double?
+
+    @Option(help: "The bottleneck's rate, as tc writes it.")
+    var rate = "20mbit"
+
+    @Option(help: "Queues to try, NAME:LATENCY (tbf's queue as the delay it may add), comma-separated.")
+    var queues = "shallow:10ms,medium:20ms,deep:100ms"
+
+    /// The programs of one implementation: (executable, arguments before the role, wait mode).
+    static func program(_ impl: String, root: URL) -> (String, [String], work: String, wait: [String]) {
+        switch impl {
+        case "tcp": (root.appendingPathComponent("benchmarks/bin/kernel_anchor").path, [], "tcp-stream", ["--wait", "block"])
+        case "enet": (root.appendingPathComponent("benchmarks/bin/enet_anchor").path, [], "stream", ["--wait", "block"])
+        default: (ProjectLayout.executable, ["transport-peer"], "stream", [])
+        }
+    }
+
+    func run() throws {
+        try NetworkSandbox.requireIsolation()
+        guard let root = ProjectLayout.root else { throw ValidationError("cannot find the project root (scripts/sandbox)") }
+        guard let peer = ProcessInfo.processInfo.environment["OGK_PEER_NETNS"] else {
+            // Outside the veth pair: run this command again inside it.
+            let child = ChildProcess(
+                root.appendingPathComponent("scripts/veth-pair").path, ["--", ProjectLayout.executable] + CommandLine.arguments.dropFirst(), name: "veth-pair")
+            try child.start()
+            let limit = (self.seconds ?? (self.quick ? 3 : 20)) * 20 + 120
+            if !child.waitForExit(timeout: limit) { child.terminate() }
+            for line in child.lines { print(line) }
+            return
+        }
+        let seconds = self.seconds ?? (self.quick ? 3 : 20)
+        var lines: [[String: Any]] = []
+        var table = "queue    flows            rates MB/s          shares         \n"
+        for queue in self.queues.split(separator: ",") {
+            let parts = queue.split(separator: ":").map(String.init)
+            guard parts.count == 2 else { throw ValidationError("--queues: NAME:LATENCY, e.g. shallow:10ms") }
+            guard Self.shell("tc qdisc replace dev ogk0 root tbf rate \(self.rate) burst 32kbit latency \(parts[1])") else {
+                throw ValidationError("tc could not set the bottleneck")
+            }
+            var alone: [String: Double] = [:]
+            for impl in ["opengamekit", "tcp", "enet"] {
+                let rates = try self.run([impl], seconds: seconds, root: root, peer: peer)
+                alone[impl] = rates[0]
+                lines.append(["work": "fairness", "queue": parts[0], "flows": impl, "mb_per_s": rates[0]])
+                table += "\(parts[0].padding(toLength: 9, withPad: " ", startingAt: 0))\(impl.padding(toLength: 17, withPad: " ", startingAt: 0))\(String(format: "%.2f", rates[0]))\n"
+            }
+            let capacity = alone.values.max() ?? 0
+            // The last pair is a reference: how kernel TCP itself shares with ENet.
+            for (first, other) in [("opengamekit", "tcp"), ("opengamekit", "enet"), ("opengamekit", "opengamekit"), ("tcp", "enet")] {
+                let rates = try self.run([first, other], seconds: seconds, root: root, peer: peer)
+                let shares = rates.map { capacity > 0 ? $0 / (capacity / 2) : 0 }
+                var line: [String: Any] = [
+                    "work": "fairness", "queue": parts[0], "flows": "\(first)+\(other)", "mb_per_s": rates[0], "other_mb_per_s": rates[1],
+                    "share": Self.round(shares[0]), "other_share": Self.round(shares[1]), "capacity_mb_per_s": capacity,
+                ]
+                if first == "tcp" {
+                    line["target"] = "reference"
+                } else if other == "opengamekit" {
+                    let ratio = rates[1] > 0 ? rates[0] / rates[1] : 0
+                    line["ratio"] = Self.round(ratio)
+                    line["target"] = (0.8...1.25).contains(ratio) ? "met" : "missed"
+                } else {
+                    line["target"] = shares.allSatisfy { (0.5...1.5).contains($0) } ? "met" : "missed"
+                }
+                lines.append(line)
+                let names = "\(first == "opengamekit" ? "ours" : first)+\(other == "opengamekit" ? "ours" : other)"
+                table += "\(parts[0].padding(toLength: 9, withPad: " ", startingAt: 0))\(names.padding(toLength: 17, withPad: " ", startingAt: 0))"
+                table += String(format: "%.2f / %.2f", rates[0], rates[1]).padding(toLength: 20, withPad: " ", startingAt: 0)
+                table += String(format: "%.2f / %.2f", shares[0], shares[1]).padding(toLength: 15, withPad: " ", startingAt: 0)
+                table += "\(line["target"]!)\n"
+            }
+        }
+        _ = Self.shell("tc qdisc del dev ogk0 root")
+        table += "  -> targets: beside TCP and ENet each flow 0.5–1.5 of a fair share; two of ours within 0.8–1.25 of each other\n"
+        if self.json { for line in lines { emitJSONLine(line) } }
+        (self.json ? FileHandle.standardError : FileHandle.standardOutput).write(Data(table.utf8))
+    }
+
+    static func round(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+
+    /// One line of the table for a JSON line of this benchmark.
+    static func describe(_ line: [String: Any]) -> String {
+        func number(_ key: String) -> String { (line[key] as? Double).map { String(format: "%.2f", $0) } ?? "-" }
+        let head = "fairness \(line["queue"] ?? "") \(line["flows"] ?? ""): \(number("mb_per_s"))"
+        guard line["other_mb_per_s"] != nil else { return head + " MB/s alone" }
+        return head + " / \(number("other_mb_per_s")) MB/s, shares \(number("share")) / \(number("other_share"))"
+            + ((line["ratio"] as? Double).map { String(format: ", ratio %.2f", $0) } ?? "") + " -> \(line["target"] ?? "")"
+    }
+
+    @discardableResult
+    static func shell(_ command: String) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    /// Runs one bulk flow per implementation at once for `seconds`; returns each flow's rate
+    /// (MB/s) as its receiver counted it.
+    func run(_ implementations: [String], seconds: Double, root: URL, peer: String) throws -> [Double] {
+        var servers: [ChildProcess] = []
+        defer { for server in servers where !server.waitForExit(timeout: 1) { server.terminate() } }
+        for (index, impl) in implementations.enumerated() {
+            let (program, prefix, work, wait) = Self.program(impl, root: root)
+            let server = ChildProcess(
+                "/usr/bin/nsenter",
+                ["--net=\(peer)", "--", program] + prefix + [
+                    "server", "--host", "10.107.0.2", "--port", "\(7100 + index)", "--work", work, "--count", "1000000000", "--size", "1000",
+                    "--timeout", "\(Int(seconds) + 3)",
+                ] + wait, name: "\(impl) server")
+            try server.start()
+            guard server.waitForLine("ready", timeout: 10) else { throw ValidationError("\(impl) server did not start") }
+            servers.append(server)
+        }
+        var clients: [ChildProcess] = []
+        for (index, impl) in implementations.enumerated() {
+            let (program, prefix, work, wait) = Self.program(impl, root: root)
+            let client = ChildProcess(
+                program, prefix + [
+                    "client", "--host", "10.107.0.2", "--port", "\(7100 + index)", "--work", work, "--count", "1000000000", "--size", "1000",
+                    "--timeout", "\(Int(seconds))",
+                ] + wait, name: "\(impl) client")
+            try client.start()
+            clients.append(client)
+        }
+        for client in clients where !client.waitForExit(timeout: seconds + 15) { client.terminate() }
+        return servers.map { server in
+            _ = server.waitForExit(timeout: 10)
+            let delivered = server.lastJSONObject?["delivered"] as? Int ?? 0
+            return Double(delivered) * 1000 / seconds / 1e6
+        }
+    }
+}
