@@ -96,9 +96,8 @@ public struct RoomInvitation: Hashable, Sendable, CustomStringConvertible {
     /// The twelve symbols, without separators.
     public var description: String {
         let value = UInt64(self.nameplate.value) << Self.secretBits | UInt64(self.secret)
-        let data = CrockfordBase32.encode(value, symbols: Self.length - 1)
-        let check = Self.check(data.utf8.map { CrockfordBase32.symbol(for: $0)! })
-        return data + CrockfordBase32.encode(UInt64(check), symbols: 1)
+        let symbols = (0..<(Self.length - 1)).map { UInt8(truncatingIfNeeded: value >> (5 * (Self.length - 2 - $0))) & 31 }
+        return CrockfordBase32.encode(value, symbols: Self.length - 1) + CrockfordBase32.encode(UInt64(Self.check(symbols)), symbols: 1)
     }
 
     /// The code as shown to a person: three groups of four (`7K3Q-XM4F-9ABR`).

@@ -15,8 +15,7 @@ extension SessionCore {
                 let error = context.failures[peer] ?? GKSessionError(code)
                 self.logger.debug("connection failed", metadata: ["peer": "\(who(peer))", "error": "\(error.localizedDescription)"])
             case .authenticationFailed(let peer):
-                let cause: GKSessionError.FailureCause = self.onlineSettings == nil ? .passwordMismatch : .roomSecretMismatch
-                self.logger.warning("handshake not authenticated", metadata: ["peer": "\(who(peer))", "why": "\(cause.explanation)"])
+                self.logger.warning("handshake not authenticated", metadata: ["peer": "\(who(peer))", "why": "\(self.authenticationCauseLocked.explanation)"])
             case .failed(let code):
                 self.logger.warning("session failed", metadata: ["error": "\((context.sessionFailure ?? GKSessionError(code)).localizedDescription)"])
             case .received(let data, let peer, let mode):

@@ -159,8 +159,7 @@ final class SessionCore: @unchecked Sendable {
             case .connectionFailed(let peer, let code):
                 let name = self.machine.displayName(of: peer)
                 context.names[peer] = name
-                let cause: GKSessionError.FailureCause? =
-                    unauthenticated.remove(peer) == nil ? nil : self.onlineSettings == nil ? .passwordMismatch : .roomSecretMismatch
+                let cause = unauthenticated.remove(peer).map { _ in self.authenticationCauseLocked }
                 context.failures[peer] = .connectionFailure(code, peer: peer, name: name, cause: cause)
                 self.lastFailures[peer] = context.failures[peer]
             case .authenticationFailed(let peer):
@@ -282,6 +281,12 @@ final class SessionCore: @unchecked Sendable {
             let address = try SocketAddress(ipAddress: "0.0.0.0", port: self.configuration.port)
             return try await TransportEndpoint.bind(to: address, configuration: transport, online: online, onEvent: onEvent, onRoomEvent: onRoomEvent)
         }
+    }
+
+    /// What a handshake that failed authentication means here: another session password, or
+    /// (online) a peer without the room code's secret part. Called with the lock held.
+    var authenticationCauseLocked: GKSessionError.FailureCause {
+        self.onlineSettings == nil ? .passwordMismatch : .roomSecretMismatch
     }
 
     /// The transport's password in an online room: the room code's secret part and the session
@@ -444,7 +449,7 @@ final class SessionCore: @unchecked Sendable {
             case .handshakeFailed(let address, .authenticationFailed):
                 // Someone tried to connect here without the password (online: the room code's
                 // secret part): the one attempt it had is spent, and the user hears of it.
-                let cause: GKSessionError.FailureCause = self.onlineSettings == nil ? .passwordMismatch : .roomSecretMismatch
+                let cause = self.authenticationCauseLocked
                 let who = MemberAddress.peer(of: address).map { "room member \(machine.displayName(of: $0) ?? "?") (\($0))" } ?? "\(address)"
                 self.logger.warning("incoming handshake not authenticated", metadata: ["from": "\(who)", "why": "\(cause.explanation)"])
             default:
