@@ -37,6 +37,7 @@ struct opts {
     double timeout;       /* seconds, > 0 */
     int nodelay;          /* kernel tcp-stream only: -1 = program default */
     int spin;             /* --wait: 1 = spin (busy-poll), 0 = block, 2 = epoll, -1 = program default */
+    const char *congestion; /* kernel tcp-stream client only: TCP_CONGESTION name, NULL = the system's */
 };
 
 static const char *g_prog = "anchor";
@@ -355,6 +356,10 @@ static inline void parse_opts(int argc, char **argv, const char *allowed, usage_
                 o->spin = 2;
             else
                 usage("--wait must be spin, block or epoll");
+        } else if (strcmp(name, "congestion") == 0) {
+            if (val[0] == '\0' || strlen(val) >= 16)
+                usage("--congestion must name a congestion control (e.g. cubic, bbr, reno)");
+            o->congestion = val;
         } else if (strcmp(name, "nodelay") == 0) {
             if (strcmp(val, "on") == 0)
                 o->nodelay = 1;

@@ -54,11 +54,14 @@ static void usage(const char *msg)
             "usage: kernel_anchor server [--host 127.0.0.1] --port P --work W --count N --size S\n"
             "                            [--wait spin|block|epoll] [--timeout SECONDS]\n"
             "       kernel_anchor client --host 127.0.0.1 --port P --work W --count N --size S\n"
-            "                            [--nodelay on|off] [--wait spin|block|epoll] [--timeout SECONDS]\n"
+            "                            [--nodelay on|off] [--congestion NAME] [--wait spin|block|epoll]\n"
+            "                            [--timeout SECONDS]\n"
             "  W: tcp-stream | tcp-pingpong | udp-pingpong\n"
             "  N >= 1 messages (stream) or round trips (ping-pong); S >= 8 bytes per message\n"
             "     (udp-pingpong: S <= 65507)\n"
             "  --nodelay: tcp-stream only, TCP_NODELAY on the client (default on)\n"
+            "  --congestion: tcp-stream only, the client's congestion control (TCP_CONGESTION;\n"
+            "                default the system's, net.ipv4.tcp_congestion_control)\n"
             "  --wait: spin = non-blocking calls in a loop (default); block = sleep in the kernel;\n"
             "          epoll = sleep in epoll_wait (udp-pingpong), as an event loop does\n"
             "  --timeout: give up after this many seconds and report what arrived (default 120)\n"
@@ -246,6 +249,9 @@ static int tcp_connect(const struct opts *o, uint64_t deadline)
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
             die_errno("socket");
+        if (o->congestion != NULL &&
+            setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, o->congestion, (socklen_t)strlen(o->congestion)) != 0)
+            die("setsockopt(TCP_CONGESTION, %s): %s", o->congestion, strerror(errno));
         if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
             return fd;
         int e = errno;
@@ -696,7 +702,7 @@ int main(int argc, char **argv)
     struct opts o;
     int is_client = argc >= 2 && strcmp(argv[1], "client") == 0;
     parse_opts(argc, argv,
-               is_client ? "host port work count size nodelay wait timeout" : "host port work count size wait timeout",
+               is_client ? "host port work count size nodelay congestion wait timeout" : "host port work count size wait timeout",
                usage, &o);
     enum work w;
     if (strcmp(o.work, "tcp-stream") == 0)
@@ -711,6 +717,8 @@ int main(int argc, char **argv)
         usage("udp-pingpong: --size must be at most 65507 (one IPv4 datagram)");
     if (w != W_TCP_STREAM && o.nodelay >= 0)
         usage("--nodelay applies to tcp-stream only");
+    if (w != W_TCP_STREAM && o.congestion != NULL)
+        usage("--congestion applies to tcp-stream only");
     if ((size_t)o.count > SIZE_MAX / sizeof(double))
         usage("--count too large");
 

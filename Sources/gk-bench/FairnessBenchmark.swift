@@ -6,8 +6,9 @@ import NetworkImpairment
 /// second namespace joined by a veth (`scripts/veth-pair`), whose egress here is a token bucket
 /// (`tc tbf`, 20 Mbit/s by default, drop-tail) with a shallow, a medium and a deep queue. Each of
 /// ours (a reliable stream of 1000-byte messages), kernel TCP and ENet alone gives the capacity;
-/// then ours beside TCP, beside ENet and beside a second of ours, for the same time, and kernel TCP
-/// beside ENet for reference (how the anchors share with each other). A flow's
+/// then ours beside TCP (with the system's congestion control, and with CUBIC, Linux's default,
+/// when the system's is another), beside ENet and beside a second of ours, for the same time, and
+/// kernel TCP beside ENet for reference (how the anchors share with each other). A flow's
 /// *share* is its rate over half the capacity (the most any one flow reached alone): 1 is fair.
 /// Every figure is measured in this run; targets are checked against them, not asserted.
 struct FairnessBenchmark: ParsableCommand {
@@ -29,12 +30,29 @@ struct FairnessBenchmark: ParsableCommand {
     @Option(help: "Queues to try, NAME:LATENCY (tbf's queue as the delay it may add), comma-separated.")
     var queues = "shallow:10ms,medium:20ms,deep:100ms"
 
-    /// The programs of one implementation: (executable, arguments before the role, wait mode).
-    static func program(_ impl: String, root: URL) -> (String, [String], work: String, wait: [String]) {
+    /// The programs of one implementation: (executable, arguments before the role, work, wait
+    /// mode, arguments for the client only).
+    static func program(_ impl: String, root: URL) -> (String, [String], work: String, wait: [String], client: [String]) {
         switch impl {
-        case "tcp": (root.appendingPathComponent("benchmarks/bin/kernel_anchor").path, [], "tcp-stream", ["--wait", "block"])
-        case "enet": (root.appendingPathComponent("benchmarks/bin/enet_anchor").path, [], "stream", ["--wait", "block"])
-        default: (ProjectLayout.executable, ["transport-peer"], "stream", [])
+        case "tcp": (root.appendingPathComponent("benchmarks/bin/kernel_anchor").path, [], "tcp-stream", ["--wait", "block"], [])
+        case "tcp-cubic": (root.appendingPathComponent("benchmarks/bin/kernel_anchor").path, [], "tcp-stream", ["--wait", "block"], ["--congestion", "cubic"])
+        case "enet": (root.appendingPathComponent("benchmarks/bin/enet_anchor").path, [], "stream", ["--wait", "block"], [])
+        default: (ProjectLayout.executable, ["transport-peer"], "stream", [], [])
+        }
+    }
+
+    /// The system's TCP congestion control (`net.ipv4.tcp_congestion_control`), as kernel TCP uses it.
+    static var systemCongestionControl: String {
+        (try? String(contentsOfFile: "/proc/sys/net/ipv4/tcp_congestion_control", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
+    }
+
+    /// How the table and the JSON name a flow.
+    static func label(_ impl: String) -> String {
+        switch impl {
+        case "opengamekit": "ours"
+        case "tcp": "tcp-\(Self.systemCongestionControl)"
+        default: impl
         }
     }
 
@@ -46,14 +64,16 @@ struct FairnessBenchmark: ParsableCommand {
             let child = ChildProcess(
                 root.appendingPathComponent("scripts/veth-pair").path, ["--", ProjectLayout.executable] + CommandLine.arguments.dropFirst(), name: "veth-pair")
             try child.start()
-            let limit = (self.seconds ?? (self.quick ? 3 : 20)) * 20 + 120
+            // At most nine runs per queue, each its time and a few seconds to start and stop.
+            let queues = Double(self.queues.split(separator: ",").count)
+            let limit = queues * 9 * ((self.seconds ?? (self.quick ? 3 : 20)) + 8) + 120
             if !child.waitForExit(timeout: limit) { child.terminate() }
             for line in child.lines { print(line) }
             return
         }
         let seconds = self.seconds ?? (self.quick ? 3 : 20)
         var lines: [[String: Any]] = []
-        var table = "queue    flows            rates MB/s          shares         \n"
+        var table = "queue    flows               rates MB/s          shares         \n"
         for queue in self.queues.split(separator: ",") {
             let parts = queue.split(separator: ":").map(String.init)
             guard parts.count == 2 else { throw ValidationError("--queues: NAME:LATENCY, e.g. shallow:10ms") }
@@ -61,19 +81,22 @@ struct FairnessBenchmark: ParsableCommand {
                 throw ValidationError("tc could not set the bottleneck")
             }
             var alone: [String: Double] = [:]
-            for impl in ["opengamekit", "tcp", "enet"] {
+            let cubic = Self.systemCongestionControl == "cubic" ? [] : ["tcp-cubic"]
+            for impl in ["opengamekit", "tcp"] + cubic + ["enet"] {
                 let rates = try self.run([impl], seconds: seconds, root: root, peer: peer)
                 alone[impl] = rates[0]
-                lines.append(["work": "fairness", "queue": parts[0], "flows": impl, "mb_per_s": rates[0]])
-                table += "\(parts[0].padding(toLength: 9, withPad: " ", startingAt: 0))\(impl.padding(toLength: 17, withPad: " ", startingAt: 0))\(String(format: "%.2f", rates[0]))\n"
+                lines.append(["work": "fairness", "queue": parts[0], "flows": impl, "mb_per_s": rates[0], "tcp_congestion_control": Self.systemCongestionControl])
+                table += "\(parts[0].padding(toLength: 9, withPad: " ", startingAt: 0))\(Self.label(impl).padding(toLength: 20, withPad: " ", startingAt: 0))\(String(format: "%.2f", rates[0]))\n"
             }
             let capacity = alone.values.max() ?? 0
             // The last pair is a reference: how kernel TCP itself shares with ENet.
-            for (first, other) in [("opengamekit", "tcp"), ("opengamekit", "enet"), ("opengamekit", "opengamekit"), ("tcp", "enet")] {
+            let pairs = [("opengamekit", "tcp")] + cubic.map { ("opengamekit", $0) } + [("opengamekit", "enet"), ("opengamekit", "opengamekit"), ("tcp", "enet")]
+            for (first, other) in pairs {
                 let rates = try self.run([first, other], seconds: seconds, root: root, peer: peer)
                 let shares = rates.map { capacity > 0 ? $0 / (capacity / 2) : 0 }
                 var line: [String: Any] = [
                     "work": "fairness", "queue": parts[0], "flows": "\(first)+\(other)", "mb_per_s": rates[0], "other_mb_per_s": rates[1],
+                    "tcp_congestion_control": Self.systemCongestionControl,
                     "share": Self.round(shares[0]), "other_share": Self.round(shares[1]), "capacity_mb_per_s": capacity,
                 ]
                 if first == "tcp" {
@@ -86,8 +109,8 @@ struct FairnessBenchmark: ParsableCommand {
                     line["target"] = shares.allSatisfy { (0.5...1.5).contains($0) } ? "met" : "missed"
                 }
                 lines.append(line)
-                let names = "\(first == "opengamekit" ? "ours" : first)+\(other == "opengamekit" ? "ours" : other)"
-                table += "\(parts[0].padding(toLength: 9, withPad: " ", startingAt: 0))\(names.padding(toLength: 17, withPad: " ", startingAt: 0))"
+                let names = "\(Self.label(first))+\(Self.label(other))"
+                table += "\(parts[0].padding(toLength: 9, withPad: " ", startingAt: 0))\(names.padding(toLength: 20, withPad: " ", startingAt: 0))"
                 table += String(format: "%.2f / %.2f", rates[0], rates[1]).padding(toLength: 20, withPad: " ", startingAt: 0)
                 table += String(format: "%.2f / %.2f", shares[0], shares[1]).padding(toLength: 15, withPad: " ", startingAt: 0)
                 table += "\(line["target"]!)\n"
@@ -104,7 +127,10 @@ struct FairnessBenchmark: ParsableCommand {
     /// One line of the table for a JSON line of this benchmark.
     static func describe(_ line: [String: Any]) -> String {
         func number(_ key: String) -> String { (line[key] as? Double).map { String(format: "%.2f", $0) } ?? "-" }
-        let head = "fairness \(line["queue"] ?? "") \(line["flows"] ?? ""): \(number("mb_per_s"))"
+        let flows = (line["flows"] as? String ?? "").replacingOccurrences(of: "tcp-cubic", with: "tcp(cubic)")
+            .replacingOccurrences(of: "tcp+", with: "tcp(\(line["tcp_congestion_control"] ?? "system"))+")
+            .replacingOccurrences(of: #"\+tcp$"#, with: "+tcp(\(line["tcp_congestion_control"] ?? "system"))", options: .regularExpression)
+        let head = "fairness \(line["queue"] ?? "") \(flows == "tcp" ? "tcp(\(line["tcp_congestion_control"] ?? "system"))" : flows): \(number("mb_per_s"))"
         guard line["other_mb_per_s"] != nil else { return head + " MB/s alone" }
         return head + " / \(number("other_mb_per_s")) MB/s, shares \(number("share")) / \(number("other_share"))"
             + ((line["ratio"] as? Double).map { String(format: ", ratio %.2f", $0) } ?? "") + " -> \(line["target"] ?? "")"
@@ -126,7 +152,7 @@ struct FairnessBenchmark: ParsableCommand {
         var servers: [ChildProcess] = []
         defer { for server in servers where !server.waitForExit(timeout: 1) { server.terminate() } }
         for (index, impl) in implementations.enumerated() {
-            let (program, prefix, work, wait) = Self.program(impl, root: root)
+            let (program, prefix, work, wait, _) = Self.program(impl, root: root)
             let server = ChildProcess(
                 "/usr/bin/nsenter",
                 ["--net=\(peer)", "--", program] + prefix + [
@@ -139,12 +165,12 @@ struct FairnessBenchmark: ParsableCommand {
         }
         var clients: [ChildProcess] = []
         for (index, impl) in implementations.enumerated() {
-            let (program, prefix, work, wait) = Self.program(impl, root: root)
+            let (program, prefix, work, wait, clientOnly) = Self.program(impl, root: root)
             let client = ChildProcess(
                 program, prefix + [
                     "client", "--host", "10.107.0.2", "--port", "\(7100 + index)", "--work", work, "--count", "1000000000", "--size", "1000",
                     "--timeout", "\(Int(seconds))",
-                ] + wait, name: "\(impl) client")
+                ] + wait + clientOnly, name: "\(impl) client")
             try client.start()
             clients.append(client)
         }

@@ -221,7 +221,7 @@ private final class ClientRun: @unchecked Sendable {
                 "spurious_losses": statistics.spuriousLosses, "congestive_losses": statistics.congestiveLosses,
                 "random_losses": statistics.randomLosses, "reductions_undone": statistics.reductionsUndone,
                 "retransmission_timeouts": statistics.retransmissionTimeouts, "tail_loss_probes": statistics.tailLossProbes,
-                "reordering_seen": statistics.reorderingSeen, "congestion_window": statistics.congestionWindow,
+                "reordering_seen": statistics.reorderingSeen, "slow_start_ended_by_delay": statistics.slowStartEndedByDelay, "congestion_window": statistics.congestionWindow,
                 "smoothed_rtt_us": (statistics.smoothedRTT?.nanoseconds ?? 0) / 1000, "minimum_rtt_us": (statistics.minimumRTT?.nanoseconds ?? 0) / 1000,
                 "cipher": "\(statistics.dataCipher)", "cipher_backend": TransportEndpoint.packetCipherBackend,
             ]

@@ -64,13 +64,38 @@ struct RandomLossTests {
         // A standing queue of 4 ms for two rounds: congestion.
         feed(300, rtt: path + .milliseconds(4), lossEvery: 20)
         #expect(evidence.isCongestive(pathMinimumRTT: path))
-        // Under a quarter of the minimum (and so under the 1 ms floor of a short path too): not.
-        feed(300, rtt: path + .milliseconds(2), lossEvery: 20)
+        // Under an eighth of the minimum (1.25 ms here): not.
+        feed(300, rtt: path + .milliseconds(1), lossEvery: 20)
         #expect(!evidence.isCongestive(pathMinimumRTT: path))
         // A policer: a third lost with no delay at all: congestion, by the rate.
         feed(600, rtt: path, lossEvery: 3)
         #expect(evidence.recentLossRate > LossEvidence.congestiveLossRate)
         #expect(evidence.isCongestive(pathMinimumRTT: path))
+    }
+
+    @Test func aStandingQueueIsAnEighthOfTheRTTBetweenOneAndFourMilliseconds() {
+        let cases: [(path: TimeAmount, threshold: TimeAmount)] = [
+            (.microseconds(500), .milliseconds(1)),  // a LAN: the 1 ms floor
+            (.milliseconds(10), .microseconds(1_250)),
+            (.milliseconds(40), .milliseconds(4)),  // CoDel keeps 5 ms: its drops count
+            (.milliseconds(300), .milliseconds(4)),  // the cap, whatever the path
+        ]
+        for (path, threshold) in cases {
+            #expect(LossEvidence.standingQueueThreshold(pathMinimumRTT: path) == threshold)
+            var evidence = LossEvidence()
+            var now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+            for _ in 0..<3 {
+                now = now + path
+                evidence.onRTTSample(path + threshold + .microseconds(1), now: now, smoothedRTT: path)
+            }
+            #expect(evidence.isCongestive(pathMinimumRTT: path), "\(path)")
+            var quiet = LossEvidence()
+            for _ in 0..<3 {
+                now = now + path
+                quiet.onRTTSample(path + threshold, now: now, smoothedRTT: path)
+            }
+            #expect(!quiet.isCongestive(pathMinimumRTT: path), "\(path)")
+        }
     }
 
     @Test func randomLossCostsRetransmissionsNotTheWindow() throws {

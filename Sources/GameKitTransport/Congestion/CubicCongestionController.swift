@@ -8,7 +8,8 @@ import Musl
 import Darwin
 #endif
 
-/// CUBIC congestion control (RFC 9438) with slow start, a Reno-friendly region, fast
+/// CUBIC congestion control (RFC 9438) with slow start (its first one ended early when the RTT
+/// rises, ``HyStart``), a Reno-friendly region, fast
 /// convergence, one reduction per recovery period and app-limited detection; a reduction only for
 /// losses that ``LossEvidence`` calls congestive, and undone when every loss of its recovery period
 /// proves spurious (the original packet was acknowledged after all).
@@ -62,6 +63,8 @@ struct CubicCongestionController: Sendable {
     private(set) var congestiveLosses = 0
     private(set) var randomLosses = 0
     private(set) var reductionsUndone = 0
+    /// Watches the first slow start's RTT (``HyStart``).
+    private(set) var hyStart = HyStart()
 
     init(maxDatagramSize: Int, initialWindowPackets: Int = 10, minimumWindowPackets: Int = 2, maximumWindow: Int = 64 << 20) {
         self.maxDatagramSize = maxDatagramSize
@@ -100,6 +103,23 @@ struct CubicCongestionController: Sendable {
             return
         }
         self.growInCongestionAvoidance(ackedBytes: bytes, now: now, rtt: smoothedRTT)
+    }
+
+    /// An RTT sample (acknowledgement delay taken off) from the acknowledgement of a packet sent at
+    /// `timeSent`: in the first slow start, once the window holds ``HyStart/lowWindowPackets``
+    /// packets, a rising RTT ends it and congestion avoidance begins at the window reached; an RTT
+    /// that falls back within a few rounds resumes it (``HyStart``).
+    mutating func onRTTSample(_ rtt: TimeAmount, timeSent: NIODeadline, now: NIODeadline) {
+        guard self.hyStart.phase != .done else { return }
+        guard self.congestionWindow >= HyStart.lowWindowPackets * self.maxDatagramSize else { return }
+        switch self.hyStart.onRTTSample(rtt, timeSent: timeSent, now: now) {
+        case .none: break
+        case .exit:
+            self.slowStartThreshold = self.congestionWindow
+            self.epochStart = nil
+        case .resume:
+            self.slowStartThreshold = Int.max
+        }
     }
 
     /// Called once per batch of acknowledgements, after growth was decided.
@@ -184,6 +204,7 @@ struct CubicCongestionController: Sendable {
     }
 
     private mutating func enterRecovery(now: NIODeadline) {
+        self.hyStart.finish()
         self.recoveryStart = now
         let segments = Double(self.congestionWindow) / Double(self.maxDatagramSize)
         // Fast convergence (RFC 9438 §4.7): release bandwidth when the window keeps shrinking.

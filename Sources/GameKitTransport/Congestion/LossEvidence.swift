@@ -14,8 +14,9 @@ import Darwin
 /// A bottleneck that drops packets because its queue is full first raises the round-trip time by
 /// the queue's delay; a lossy radio or a noisy cable drops packets without raising it. So a loss
 /// is taken as congestion when the smallest RTT of the last two round trips stands above the
-/// path's minimum by a quarter of it (at least ``minimumQueueDelay``): a standing queue, which
-/// jitter alone does not make, since jitter leaves some packets fast. A loss is taken as
+/// path's minimum by an eighth of it (at least ``minimumQueueDelay``, at most
+/// ``maximumQueueDelay``): a standing queue, which jitter alone does not make, since jitter
+/// leaves some packets fast. A loss is taken as
 /// congestion too, whatever the delay, when the recent loss rate (a moving average over about
 /// ``lossRateSample`` packets) exceeds ``congestiveLossRate``: a policer that drops without
 /// queueing, or a path far over its capacity. This is the idea of TCP Veno and Westwood (delay
@@ -30,6 +31,9 @@ struct LossEvidence: Sendable {
     static let lossRateSample = 128
     /// The smallest queueing delay that counts as a standing queue.
     static let minimumQueueDelay = TimeAmount.milliseconds(1)
+    /// The largest: below the 5 ms an AQM such as CoDel keeps a queue at, so that its drops count
+    /// as congestion whatever the path's RTT.
+    static let maximumQueueDelay = TimeAmount.milliseconds(4)
 
     private var currentMinimumRTT: TimeAmount?
     private var previousMinimumRTT: TimeAmount?
@@ -72,7 +76,13 @@ struct LossEvidence: Sendable {
     func isCongestive(pathMinimumRTT: TimeAmount?) -> Bool {
         if self.recentLossRate > Self.congestiveLossRate { return true }
         guard let path = pathMinimumRTT, let recent = self.recentMinimumRTT else { return true }
-        return recent > path + max(path / 4, Self.minimumQueueDelay)
+        return recent > path + Self.standingQueueThreshold(pathMinimumRTT: path)
+    }
+
+    /// The queueing delay above the path's minimum RTT that counts as a standing queue: an eighth
+    /// of the minimum, at least ``minimumQueueDelay`` and at most ``maximumQueueDelay``.
+    static func standingQueueThreshold(pathMinimumRTT path: TimeAmount) -> TimeAmount {
+        min(max(path / 8, Self.minimumQueueDelay), Self.maximumQueueDelay)
     }
 
     /// Rounds are one smoothed RTT long. A round with no RTT sample keeps the last one's

@@ -153,6 +153,7 @@ extension LinkMachine {
                 let delay = TimeAmount.microseconds(Int64(min(ack.ackDelayMicroseconds, 1_000_000)))
                 self.rtt.addSample(now - packet.timeSent, ackDelay: min(delay, self.parameters.peerMaxAckDelay))
                 self.lossEvidence.onRTTSample(self.rtt.latestAdjusted, now: now, smoothedRTT: self.rtt.smoothedOrInitial)
+                self.congestion.onRTTSample(self.rtt.latestAdjusted, timeSent: packet.timeSent, now: now)
             }
         }
 

@@ -278,6 +278,7 @@ struct LinkMachine {
         snapshot.randomLosses = UInt64(self.congestion.randomLosses)
         snapshot.reductionsUndone = UInt64(self.congestion.reductionsUndone)
         snapshot.reorderingSeen = self.reorderingSeen
+        snapshot.slowStartEndedByDelay = self.congestion.hyStart.exitedOnRTT
         snapshot.unreliableMessagesDropped = UInt64(self.reassembler.droppedMessages + self.oversizedUnreliableDropped)
         return snapshot
     }

@@ -43,6 +43,9 @@ public struct LinkStatistics: Sendable, Equatable {
     public var randomLosses: UInt64 = 0
     /// Window reductions undone because every loss behind them proved spurious.
     public var reductionsUndone: UInt64 = 0
+    /// Whether the first slow start ended because the round-trip time rose (PROTOCOL §8.3) rather
+    /// than on a loss.
+    public var slowStartEndedByDelay = false
     /// Whether packets were seen arriving out of order (loss is then decided by time only).
     public var reorderingSeen = false
     /// Duplicated or replayed packets dropped by the replay window.

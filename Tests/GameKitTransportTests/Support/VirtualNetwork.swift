@@ -23,6 +23,14 @@ struct SimulatedNode: VirtualHost {
     var events: [TransportEvent] = []
     /// Messages to hand to `send` as room allows (the sender of bulk tests).
     var outgoing = Deque<(LinkID, ByteBuffer, SendMode)>()
+    /// Endless reliable streams of numbered messages, one per link, each fed as its own link takes
+    /// them (so that one full send buffer holds up no other link, as separate processes would not).
+    var streams: [LinkID: BulkStream] = [:]
+
+    struct BulkStream {
+        var next = 0
+        var size: Int
+    }
     /// How connection requests are answered: nil leaves them pending.
     var answer: Answer? = .accept(ByteBuffer())
     /// Every datagram this node sent, with its size (to check reply sizes).
@@ -55,6 +63,12 @@ struct SimulatedNode: VirtualHost {
                 sent = true
             } catch {
                 break
+            }
+        }
+        for link in self.streams.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            while let stream = self.streams[link], (try? self.machine.send(.numbered(stream.next, size: stream.size), on: link, mode: .reliable)) != nil {
+                self.streams[link]!.next += 1
+                sent = true
             }
         }
         return sent
