@@ -219,7 +219,7 @@ private final class ClientRun: @unchecked Sendable {
             link = [
                 "packets_sent": statistics.packetsSent, "packets_lost": statistics.packetsLost,
                 "spurious_losses": statistics.spuriousLosses, "congestive_losses": statistics.congestiveLosses,
-                "random_losses": statistics.randomLosses, "reductions_undone": statistics.reductionsUndone,
+                "random_losses": statistics.randomLosses, "reductions_undone": statistics.reductionsUndone, "loss_reductions": statistics.lossReductions,
                 "retransmission_timeouts": statistics.retransmissionTimeouts, "tail_loss_probes": statistics.tailLossProbes,
                 "reordering_seen": statistics.reorderingSeen, "slow_start_ended_by_delay": statistics.slowStartEndedByDelay, "congestion_window": statistics.congestionWindow,
                 "smoothed_rtt_us": (statistics.smoothedRTT?.nanoseconds ?? 0) / 1000, "minimum_rtt_us": (statistics.minimumRTT?.nanoseconds ?? 0) / 1000,

@@ -65,9 +65,14 @@ struct CongestionTests {
         cubic.onPacketLost(bytes: Self.mss, timeSent: sentAt, now: self.start + .milliseconds(11))
         #expect(cubic.congestionWindow == Int(Double(window) * 0.7))
         #expect(!cubic.isInSlowStart)
+        #expect(cubic.lossReductions == 1 && cubic.congestiveLosses == 2)
         // A loss of a packet sent after recovery began: cut again.
         cubic.onPacketLost(bytes: Self.mss, timeSent: self.start + .milliseconds(20), now: self.start + .milliseconds(30))
         #expect(cubic.congestionWindow == Int(Double(Int(Double(window) * 0.7)) * 0.7))
+        #expect(cubic.lossReductions == 2 && cubic.congestiveLosses == 3)
+        // A random loss cuts nothing and counts no reduction.
+        cubic.onPacketLost(bytes: Self.mss, timeSent: self.start + .milliseconds(40), now: self.start + .milliseconds(50), congestive: false)
+        #expect(cubic.lossReductions == 2 && cubic.randomLosses == 1)
     }
 
     @Test func congestionAvoidanceGrowsTowardTheOldMaximumThenBeyond() {

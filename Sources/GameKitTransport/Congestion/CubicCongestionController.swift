@@ -63,6 +63,8 @@ struct CubicCongestionController: Sendable {
     private(set) var congestiveLosses = 0
     private(set) var randomLosses = 0
     private(set) var reductionsUndone = 0
+    /// Recovery periods begun by a congestive loss (each one reduction of the window).
+    private(set) var lossReductions = 0
     /// Watches the first slow start's RTT (``HyStart``).
     private(set) var hyStart = HyStart()
 
@@ -147,6 +149,7 @@ struct CubicCongestionController: Sendable {
         }
         self.beforeLossReduction = self.snapshot
         self.unprovenLosses = 1
+        self.lossReductions += 1
         self.enterRecovery(now: now)
     }
 

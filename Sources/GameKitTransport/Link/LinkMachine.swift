@@ -277,6 +277,7 @@ struct LinkMachine {
         snapshot.congestiveLosses = UInt64(self.congestion.congestiveLosses)
         snapshot.randomLosses = UInt64(self.congestion.randomLosses)
         snapshot.reductionsUndone = UInt64(self.congestion.reductionsUndone)
+        snapshot.lossReductions = UInt64(self.congestion.lossReductions)
         snapshot.reorderingSeen = self.reorderingSeen
         snapshot.slowStartEndedByDelay = self.congestion.hyStart.exitedOnRTT
         snapshot.unreliableMessagesDropped = UInt64(self.reassembler.droppedMessages + self.oversizedUnreliableDropped)

@@ -41,6 +41,8 @@ public struct LinkStatistics: Sendable, Equatable {
     /// Losses taken as congestion (the window shrank) and as random (it did not; PROTOCOL §8.5).
     public var congestiveLosses: UInt64 = 0
     public var randomLosses: UInt64 = 0
+    /// Window reductions for congestive losses: one per recovery period (PROTOCOL §8.2).
+    public var lossReductions: UInt64 = 0
     /// Window reductions undone because every loss behind them proved spurious.
     public var reductionsUndone: UInt64 = 0
     /// Whether the first slow start ended because the round-trip time rose (PROTOCOL §8.3) rather
