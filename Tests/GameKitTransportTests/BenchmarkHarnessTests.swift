@@ -69,8 +69,8 @@ struct BenchmarkHarnessTests {
     /// gk-bench's discovery harness, one round per pair: every pair (gk-mdns and python-zeroconf
     /// from .venv, each registering and browsing) completes its round and the JSON carries the
     /// named fields. Times are not looked at.
-    /// `gk-bench fairness` through a real token bucket on a veth: every flow alone and every pair
-    /// ran and carried data, with its share and the target's verdict computed from the run.
+    /// `gk-bench fairness` through a real token bucket at a router namespace: every flow alone and
+    /// every pair ran and carried data, with its share and the target's verdict computed from the run.
     @Test func fairnessBenchmarkRunsEveryFlowThroughTheBottleneck() async throws {
         let result = try await SandboxScript.run("gk-bench fairness --seconds 2 --queues deep:100ms --json 2>/dev/null", timeout: 300)
         let lines = result.objects.filter { $0["work"] as? String == "fairness" }
@@ -84,6 +84,8 @@ struct BenchmarkHarnessTests {
         for line in lines {
             #expect((line["mb_per_s"] as? Double ?? 0) > 0, "\(line)")
             #expect(line["queue"] as? String == "deep")
+            // By default the queue is at a router between senders and receivers.
+            #expect(line["bottleneck"] as? String == "router", "\(line)")
             guard (line["flows"] as? String)?.contains("+") == true else { continue }
             #expect(line["share"] is Double && line["other_share"] is Double && line["capacity_mb_per_s"] is Double, "\(line)")
             #expect(["met", "missed", "reference"].contains(line["target"] as? String ?? ""), "\(line)")

@@ -64,8 +64,8 @@ struct RandomLossTests {
         // A standing queue of 4 ms for two rounds: congestion.
         feed(300, rtt: path + .milliseconds(4), lossEvery: 20)
         #expect(evidence.isCongestive(pathMinimumRTT: path))
-        // Under an eighth of the minimum (1.25 ms here): not.
-        feed(300, rtt: path + .milliseconds(1), lossEvery: 20)
+        // Under a quarter of the minimum (2.5 ms here): not.
+        feed(300, rtt: path + .milliseconds(2), lossEvery: 20)
         #expect(!evidence.isCongestive(pathMinimumRTT: path))
         // A policer: a third lost with no delay at all: congestion, by the rate.
         feed(600, rtt: path, lossEvery: 3)
@@ -73,10 +73,10 @@ struct RandomLossTests {
         #expect(evidence.isCongestive(pathMinimumRTT: path))
     }
 
-    @Test func aStandingQueueIsAnEighthOfTheRTTBetweenOneAndFourMilliseconds() {
+    @Test func aStandingQueueIsAQuarterOfTheRTTBetweenOneAndFourMilliseconds() {
         let cases: [(path: TimeAmount, threshold: TimeAmount)] = [
             (.microseconds(500), .milliseconds(1)),  // a LAN: the 1 ms floor
-            (.milliseconds(10), .microseconds(1_250)),
+            (.milliseconds(10), .microseconds(2_500)),
             (.milliseconds(40), .milliseconds(4)),  // CoDel keeps 5 ms: its drops count
             (.milliseconds(300), .milliseconds(4)),  // the cap, whatever the path
         ]

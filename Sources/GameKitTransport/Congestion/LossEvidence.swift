@@ -14,7 +14,7 @@ import Darwin
 /// A bottleneck that drops packets because its queue is full first raises the round-trip time by
 /// the queue's delay; a lossy radio or a noisy cable drops packets without raising it. So a loss
 /// is taken as congestion when the smallest RTT of the last two round trips stands above the
-/// path's minimum by an eighth of it (at least ``minimumQueueDelay``, at most
+/// path's minimum by a quarter of it (at least ``minimumQueueDelay``, at most
 /// ``maximumQueueDelay``): a standing queue, which jitter alone does not make, since jitter
 /// leaves some packets fast. A loss is taken as
 /// congestion too, whatever the delay, when the recent loss rate (a moving average over about
@@ -79,10 +79,10 @@ struct LossEvidence: Sendable {
         return recent > path + Self.standingQueueThreshold(pathMinimumRTT: path)
     }
 
-    /// The queueing delay above the path's minimum RTT that counts as a standing queue: an eighth
+    /// The queueing delay above the path's minimum RTT that counts as a standing queue: a quarter
     /// of the minimum, at least ``minimumQueueDelay`` and at most ``maximumQueueDelay``.
     static func standingQueueThreshold(pathMinimumRTT path: TimeAmount) -> TimeAmount {
-        min(max(path / 8, Self.minimumQueueDelay), Self.maximumQueueDelay)
+        min(max(path / 4, Self.minimumQueueDelay), Self.maximumQueueDelay)
     }
 
     /// Rounds are one smoothed RTT long. A round with no RTT sample keeps the last one's

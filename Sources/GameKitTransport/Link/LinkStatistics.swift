@@ -38,7 +38,7 @@ public struct LinkStatistics: Sendable, Equatable {
     public var tailLossProbes: UInt64 = 0
     /// Packets declared lost that were acknowledged after all (reordering, not loss).
     public var spuriousLosses: UInt64 = 0
-    /// Losses taken as congestion (the window shrank) and as random (it did not; PROTOCOL §8.5).
+    /// Losses taken as congestion (the window shrank) and as random (it did not; PROTOCOL §8.6).
     public var congestiveLosses: UInt64 = 0
     public var randomLosses: UInt64 = 0
     /// Window reductions for congestive losses: one per recovery period (PROTOCOL §8.2).
