@@ -12,9 +12,11 @@ import NetworkImpairment
 /// capacity; then ours beside TCP (with the system's congestion control, and with CUBIC, Linux's
 /// default, when the system's is another), beside ENet and beside a second of ours, for the same
 /// time, and kernel TCP beside ENet for reference (how the anchors share with each other). A flow's
+/// *share* is its rate over half the capacity (the most any one flow reached alone): 1 is fair.
+/// Every figure is measured in this run; targets are checked against them, not asserted.
 struct FairnessBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "fairness", abstract: "Shares of a kernel bottleneck (veth + tbf): ours beside TCP, ENet and ours.")
+        commandName: "fairness", abstract: "Shares of a kernel bottleneck (tbf at a router namespace): ours beside TCP, ENet and ours.")
 
     @Flag(help: "Print one JSON line per run (the table goes to standard error).")
     var json = false
