@@ -47,19 +47,22 @@ struct FairnessBenchmark: ParsableCommand {
         }
     }
 
-    /// The system's TCP congestion control (`net.ipv4.tcp_congestion_control`), as kernel TCP uses it.
-    static var systemCongestionControl: String {
+    /// The system's TCP congestion control (`net.ipv4.tcp_congestion_control`), as kernel TCP
+    /// uses it; read once.
+    static let systemCongestionControl: String =
         (try? String(contentsOfFile: "/proc/sys/net/ipv4/tcp_congestion_control", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
-    }
+        .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
 
-    /// How the table and the JSON name a flow.
-    static func label(_ impl: String) -> String {
-        switch impl {
-        case "opengamekit": "ours"
-        case "tcp": "tcp-\(Self.systemCongestionControl)"
-        default: impl
-        }
+    /// How the table names a flow or a pair of flows (`opengamekit+tcp`): ours, and kernel TCP
+    /// with its congestion control (`system`, the one plain `tcp` ran with).
+    static func label(_ flows: String, system: String = Self.systemCongestionControl) -> String {
+        flows.split(separator: "+").map { impl -> String in
+            switch impl {
+            case "opengamekit": "ours"
+            case "tcp": "tcp-\(system)"
+            default: String(impl)
+            }
+        }.joined(separator: "+")
     }
 
     func run() throws {
@@ -132,7 +135,7 @@ struct FairnessBenchmark: ParsableCommand {
                     line["target"] = shares.allSatisfy { (0.5...1.5).contains($0) } ? "met" : "missed"
                 }
                 lines.append(line)
-                let names = "\(Self.label(first))+\(Self.label(other))"
+                let names = Self.label("\(first)+\(other)")
                 table += "\(parts[0].padding(toLength: 9, withPad: " ", startingAt: 0))\(names.padding(toLength: 20, withPad: " ", startingAt: 0))"
                 table += String(format: "%.2f / %.2f", rates[0], rates[1]).padding(toLength: 20, withPad: " ", startingAt: 0)
                 table += String(format: "%.2f / %.2f", shares[0], shares[1]).padding(toLength: 15, withPad: " ", startingAt: 0)
@@ -149,10 +152,8 @@ struct FairnessBenchmark: ParsableCommand {
     /// One line of the table for a JSON line of this benchmark.
     static func describe(_ line: [String: Any]) -> String {
         func number(_ key: String) -> String { (line[key] as? Double).map { String(format: "%.2f", $0) } ?? "-" }
-        let flows = (line["flows"] as? String ?? "").replacingOccurrences(of: "tcp-cubic", with: "tcp(cubic)")
-            .replacingOccurrences(of: "tcp+", with: "tcp(\(line["tcp_congestion_control"] ?? "system"))+")
-            .replacingOccurrences(of: #"\+tcp$"#, with: "+tcp(\(line["tcp_congestion_control"] ?? "system"))", options: .regularExpression)
-        let head = "fairness \(line["queue"] ?? "") \(flows == "tcp" ? "tcp(\(line["tcp_congestion_control"] ?? "system"))" : flows): \(number("mb_per_s"))"
+        let flows = Self.label(line["flows"] as? String ?? "", system: line["tcp_congestion_control"] as? String ?? "system")
+        let head = "fairness \(line["queue"] ?? "") \(flows): \(number("mb_per_s"))"
         guard line["other_mb_per_s"] != nil else { return head + " MB/s alone" }
         return head + " / \(number("other_mb_per_s")) MB/s, shares \(number("share")) / \(number("other_share"))"
             + ((line["ratio"] as? Double).map { String(format: ", ratio %.2f", $0) } ?? "") + " -> \(line["target"] ?? "")"
