@@ -5,8 +5,10 @@ import Foundation
 /// floor and, for a stretch in the middle, near-end speech (double talk).
 ///
 /// The timeline, from the start of the far-end signal: 0–12 s far end only; 12–17 s double
-/// talk; then far end only again. (`doubleTalkAt` moves the double talk, for instance to 1 s,
-/// while the canceller is still converging; the ERLE figures then include the near end.) Figures:
+/// talk; then far end only again, for 18 s in all. (`doubleTalkAt` moves the double talk, for
+/// instance to 1 s, while the canceller is still converging, or to 60 s, long after; the ERLE
+/// figures then include the near end, and the far end repeats to last a second past the double
+/// talk. ``EchoPath/none`` is a headset's: no echo at all.) Figures:
 /// - ERLE (echo return loss enhancement): 10·log10(echo energy ÷ output energy) over the first
 ///   3 s (how fast the canceller converges) and over 8–12 s (steady state).
 /// - Double-talk attenuation: the near-end speech's level going in minus the output's level
@@ -26,7 +28,16 @@ public struct EchoMeasurement {
         public var reflections = 160
         /// Seed of the reflections' times and signs.
         public var seed: UInt64 = 7
+        /// The benchmark's room.
         public init() {}
+
+        /// No echo path: a headset, or WAV files (the microphone hears only the near end and the noise floor).
+        public static var none: EchoPath {
+            var path = EchoPath()
+            path.directGain = 0
+            path.reflections = 0
+            return path
+        }
     }
 
     /// The figures.
@@ -62,20 +73,23 @@ public struct EchoMeasurement {
         return taps
     }
 
-    /// Runs `canceller` on `far` (at least 18 s) with `near` (at least 5 s) talking from
-    /// `doubleTalkAt` s (0–12).
+    /// Runs `canceller` on `far` (repeated as needed) with `near` (at least 5 s) talking from
+    /// `doubleTalkAt` s (0–600).
     public static func run(
-        canceller: EchoCanceller, far: [Int16], near: [Int16], path: EchoPath = EchoPath(), doubleTalkAt: Int = doubleTalkSecond
+        canceller: EchoCanceller, far farSpeech: [Int16], near: [Int16], path: EchoPath = EchoPath(), doubleTalkAt: Int = doubleTalkSecond
     ) throws(VoiceEngineError) -> Result {
-        let count = far.count
-        guard count >= 18 * VoiceFormat.sampleRate else { throw .invalidConfiguration("far end shorter than 18 s") }
-        guard (0...12).contains(doubleTalkAt) else { throw .invalidConfiguration("double talk at \(doubleTalkAt) s") }
+        guard !farSpeech.isEmpty else { throw .invalidConfiguration("no far-end speech") }
+        guard (0...600).contains(doubleTalkAt) else { throw .invalidConfiguration("double talk at \(doubleTalkAt) s") }
+        let count = max(18, doubleTalkAt + doubleTalkSeconds + 1) * VoiceFormat.sampleRate
+        var far = farSpeech
+        while far.count < count { far += farSpeech }
+        far.removeLast(far.count - count)
         let doubleTalkStart = doubleTalkAt * VoiceFormat.sampleRate
         let doubleTalkEnd = doubleTalkStart + doubleTalkSeconds * VoiceFormat.sampleRate
         guard near.count >= doubleTalkEnd - doubleTalkStart else { throw .invalidConfiguration("near end shorter than 5 s") }
         // The echo, and the microphone: echo + noise floor (−66 dBFS) + near end in double talk.
         var echo = [Double](repeating: 0, count: count)
-        for (delay, gain) in taps(of: path) where delay < count {
+        for (delay, gain) in taps(of: path) where delay < count && gain != 0 {
             for index in delay..<count { echo[index] += gain * Double(far[index - delay]) }
         }
         var random = SplitMix(seed: path.seed &+ 1)

@@ -26,6 +26,7 @@ public final class SpeexEchoCanceller: EchoCanceller {
         if var suppressor = startupSuppression {
             // The echo path the window covers: the tail, in frames (and one more).
             suppressor.windowFrames = tailMilliseconds / frameMilliseconds + 1
+            suppressor.tailMilliseconds = tailMilliseconds
             startupSuppressor = suppressor
         }
         output = [Int16](repeating: 0, count: frameSize)

@@ -12,8 +12,22 @@ import Foundation
 ///
 /// "The near end talks" is Geigel's test: the microphone's peak exceeds ``geigelRatio`` times
 /// the loudest far-end peak of the last ``windowFrames`` frames (the echo path's length), which
-/// an echo alone never does when the path loses at least that much. Sans-I/O and deterministic.
+/// an echo alone never does when the path loses at least that much.
+///
+/// With no echo path (a headset, WAV files) the canceller never removes anything, and Geigel's
+/// test takes a near talker quieter than the far end for echo: without more, the suppressor would
+/// cut whoever talks over a louder far end, all call long. So an ``EchoPresenceDetector`` watches
+/// the same frames, and once it finds that the microphone does not hear the far end the suppressor
+/// lets go too, for good (``release`` is ``Release/noEcho``). Sans-I/O and deterministic.
 public struct StartupEchoSuppressor: Sendable {
+    /// Why the suppressor stopped suppressing.
+    public enum Release: Sendable, Hashable {
+        /// The canceller removes the echo itself.
+        case converged
+        /// The microphone does not hear the loudspeaker: there is no echo to suppress.
+        case noEcho
+    }
+
     /// Attenuation of echo-only frames until convergence.
     public var attenuationDecibels = 30.0
     /// Echo the canceller must remove on its own, measured over far-end-only frames.
@@ -29,8 +43,17 @@ public struct StartupEchoSuppressor: Sendable {
     /// Far-end peaks below this (about −50 dBFS) are silence.
     public var farActivityThreshold: Int16 = 100
 
+    /// The echo path's longest delay the presence detector covers, in ms (the canceller's tail).
+    public var tailMilliseconds = 200
+    /// Whether to let go when the microphone turns out to hear no echo (``Release/noEcho``).
+    public var releasesWithoutEcho = true
+
+    /// Why the suppressor passes everything now; nil while it still suppresses.
+    public private(set) var release: Release?
     /// Whether the canceller has converged (the suppressor passes everything).
-    public private(set) var converged = false
+    public var converged: Bool { release == .converged }
+    /// The presence detector's state (made with the first frame).
+    public private(set) var detector: EchoPresenceDetector?
     /// Frames attenuated so far.
     public private(set) var attenuatedFrames = 0
 
@@ -45,14 +68,21 @@ public struct StartupEchoSuppressor: Sendable {
     /// Takes one frame: what the loudspeaker played, what the microphone heard, what the canceller
     /// made of it; returns the output to send.
     public mutating func process(near: [Int16], far: [Int16], output: [Int16]) -> [Int16] {
-        guard !converged else { return output }
+        guard release == nil else { return output }
+        if releasesWithoutEcho {
+            var presence = detector.take() ?? EchoPresenceDetector(frameSamples: near.count, tailMilliseconds: tailMilliseconds)
+            let noEcho = presence.process(near: near, far: far)
+            detector = presence
+            // Let go with a ramp from the last gain (the frame below, with a target of 1).
+            if noEcho { release = .noEcho }
+        }
         farPeaks.append(Self.peak(far))
         if farPeaks.count > windowFrames { farPeaks.removeFirst(farPeaks.count - windowFrames) }
         let farPeak = farPeaks.max() ?? 0
         let farActive = farPeak >= farActivityThreshold
         let nearTalks = Double(Self.peak(near)) > geigelRatio * Double(farPeak)
         var target = 1.0
-        if farActive && !nearTalks {
+        if release == nil && farActive && !nearTalks {
             target = pow(10, -attenuationDecibels / 20)
             // The canceller's own progress, over echo-only frames.
             micEnergy = 0.9 * micEnergy + 0.1 * Self.energy(near)
@@ -60,7 +90,7 @@ public struct StartupEchoSuppressor: Sendable {
             let removed = 10 * log10(max(micEnergy, 1) / max(outputEnergy, 1))
             convergedRun = removed >= convergedDecibels ? convergedRun + 1 : 0
             if convergedRun >= convergedFrames {
-                converged = true
+                release = .converged
                 target = 1
             }
         }

@@ -9,7 +9,8 @@ import VoiceSimulation
 ///
 /// - `pesq_wb`: participant 1 says the reference speech, the others are silent; each listener's
 ///   loudspeaker (the mix of everyone else) against the speech; the lowest listener's score
-///   (`pesq_wb_mean` the mean), to set beside the two-party `clean` row.
+///   (`pesq_wb_mean` the mean), to set beside the two-party `clean` row. A listener PESQ cannot
+///   score (it heard no speech) counts as 1.0, the floor; `listeners_unscored` says how many.
 /// - `cpu_pct`: everyone talks at once (the speech, each from another offset), the worst case
 ///   for decoding; the process's CPU time ÷ N ÷ the audio's duration: one participant's share of
 ///   one core, against the 5 % (`ratio_vs_target`). `cpu_pct_one_talker` is the same
@@ -29,14 +30,19 @@ enum GroupVoiceBenchmark {
     ) throws -> [[String: Any]] {
         try sizes.map { count in
             let listening = try Self.qualityRun(participants: count, speech: speech, seed: seed)
+            // Every listener counts: one that heard nothing scores the floor (1.0), never drops out.
             var scores: [Double] = []
+            var unscored = 0
             for (index, played) in listening.played.enumerated() {
-                if let pesq = try quality.measure(reference: speech, degraded: played, name: "group\(count)-\(index)").pesq { scores.append(pesq) }
+                let score = try quality.measure(reference: speech, degraded: played, name: "group\(count)-\(index)")
+                scores.append(score.pesq)
+                if !score.pesqScored { unscored += 1 }
             }
             let cpu = try Self.cpuRun(participants: count, speech: speech, seed: seed)
             var row: [String: Any] = [
                 "work": "group-\(count)", "impl": "opengamekit", "participants": count,
                 "pesq_wb": scores.min() ?? NSNull(), "pesq_wb_mean": scores.isEmpty ? NSNull() : scores.reduce(0, +) / Double(scores.count),
+                "listeners": scores.count, "listeners_unscored": unscored,
                 "cpu_pct": cpu, "cpu_pct_one_talker": listening.cpuPercent, "ratio_vs_target": cpu / Self.cpuTargetPercent,
                 "kbps": listening.talkerKilobitsPerSecond,
                 "mouth_to_ear_ms_p50": NSNull(), "mouth_to_ear_ms_p95": NSNull(),

@@ -63,7 +63,7 @@ struct VoiceBenchmark: ParsableCommand {
                 let score = try quality.measure(reference: speech, degraded: played, name: "\(work)-\(pipeline.rawValue)")
                 rows.append([
                     "work": work, "impl": pipeline.rawValue, "loss_pct": loss,
-                    "pesq_wb": score.pesq ?? NSNull(), "stoi": score.stoi, "delay_ms": score.delayMilliseconds, "kbps": kilobits,
+                    "pesq_wb": score.pesq, "stoi": score.stoi, "delay_ms": score.delayMilliseconds, "kbps": kilobits,
                 ])
             }
         }
@@ -86,10 +86,12 @@ struct VoiceBenchmark: ParsableCommand {
             rows.append([
                 "work": "echo", "impl": name, "erle_db_3s": result.erleFirst3sDecibels,
                 "erle_db_steady": result.erleSteadyDecibels, "dt_atten_db": result.doubleTalkAttenuationDecibels,
-                "dt_pesq_wb": score.pesq ?? NSNull(), "cpu_pct": result.cpuSecondsPerSecond * 100,
-                "dt_atten_db_at_1s": early.doubleTalkAttenuationDecibels, "dt_pesq_wb_at_1s": earlyScore.pesq ?? NSNull(),
+                "dt_pesq_wb": score.pesq, "cpu_pct": result.cpuSecondsPerSecond * 100,
+                "dt_atten_db_at_1s": early.doubleTalkAttenuationDecibels, "dt_pesq_wb_at_1s": earlyScore.pesq,
             ])
         }
+
+        rows += try DoubleTalkBenchmark.rows(cancellers: cancellers, far: speech, near: near, quality: quality)
 
         rows.append(try Self.fullDuplexCPU(speech: speech))
         rows.append(try Self.fullDuplexCPU(speech: speech, burstLoss: true))
@@ -153,6 +155,10 @@ struct VoiceBenchmark: ParsableCommand {
         }
         var table = "work      impl              loss%   PESQ-WB  STOI   kbit/s | echo: ERLE 3s  steady  DT atten  DT PESQ  at 1 s | cpu%  m2e p50/p95 ms\n"
         for row in rows {
+            guard row["work"] as? String != "double-talk" else {
+                if json { emitJSONLine(row) }
+                continue
+            }
             let work = (row["work"] as? String ?? "").padding(toLength: 9, withPad: " ", startingAt: 0)
             let impl = (row["impl"] as? String ?? "").padding(toLength: 17, withPad: " ", startingAt: 0)
             table += "\(work) \(impl) \(number(row, "loss_pct", "%5.1f"))   \(number(row, "pesq_wb"))     \(number(row, "stoi", "%.3f"))  \(number(row, "kbps", "%5.1f"))  |"
@@ -160,6 +166,7 @@ struct VoiceBenchmark: ParsableCommand {
             table += " \(number(row, "cpu_pct"))  \(number(row, "mouth_to_ear_ms_p50", "%.0f"))/\(number(row, "mouth_to_ear_ms_p95", "%.0f"))\n"
             if json { emitJSONLine(row) }
         }
+        table += DoubleTalkBenchmark.table(rows)
         // Ratios against the baseline, work by work.
         for work in Set(rows.compactMap { $0["impl"] as? String == "plain-opus-80ms" ? $0["work"] as? String : nil }).sorted() {
             let ours = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "opengamekit" }
@@ -204,7 +211,12 @@ struct SpeechQuality {
     let workspace: String
 
     struct Score {
-        var pesq: Double?
+        /// PESQ-WB; 1.0, the scale's floor, when PESQ could not score the signal (it found no
+        /// speech in it: a listener that heard nothing), so that such a listener counts as the
+        /// worst, never vanishes.
+        var pesq: Double
+        /// Whether PESQ scored it (false: `pesq` is the floor).
+        var pesqScored: Bool
         var stoi: Double
         var delayMilliseconds: Double
     }
@@ -223,6 +235,7 @@ struct SpeechQuality {
             let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
             let stoi = object["stoi"] as? Double
         else { throw ValidationError("voice_quality.py failed for \(name) (is \(python) the peers venv?)") }
-        return Score(pesq: object["pesq_wb"] as? Double, stoi: stoi, delayMilliseconds: object["delay_ms"] as? Double ?? 0)
+        let pesq = object["pesq_wb"] as? Double
+        return Score(pesq: pesq ?? 1, pesqScored: pesq != nil, stoi: stoi, delayMilliseconds: object["delay_ms"] as? Double ?? 0)
     }
 }
