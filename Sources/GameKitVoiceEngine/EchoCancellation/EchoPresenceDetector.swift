@@ -11,13 +11,14 @@ import Foundation
 /// with a time constant of ``timeConstantSeconds``, and normalises its largest magnitude by the two
 /// signals' energies over the same time: the normalised cross-correlation, 0 to 1.
 ///
-/// On the benchmark's room (a 0.5 gain, 60 ms delay and a 180 ms tail, whatever the gain) it stays
-/// above 0.4 from the first second with the far end alone, and above 0.25 while a near talker as
-/// loud as the far end talks over the echo; with no echo path it is 0.02-0.15, near talker or not.
+/// On the benchmark's signals (its room: a 0.5 gain, 60 ms delay and a 180 ms tail, whatever the
+/// gain) it was above 0.4 from the first second with the far end alone, and 0.27-0.40 after the
+/// first seconds while a near talker as loud as the far end talked over the echo; with no echo path
+/// it was 0.02-0.15, near talker or not.
 /// ``noEcho`` becomes true once the far end has talked for ``activeFramesNeeded`` frames and the
 /// correlation has stayed under ``threshold`` for the last ``quietFramesNeeded`` frames; ``echo``
 /// once it has stayed at ``echoThreshold`` or above for as many frames. Either verdict is final,
-/// and the detector stops computing (880 delays a frame cost about 0.4 % of a core). Sans-I/O
+/// and the detector stops computing (880 delays a frame need not run all call long). Sans-I/O
 /// and deterministic.
 public struct EchoPresenceDetector: Sendable {
     /// Largest correlation that still counts as no echo.
