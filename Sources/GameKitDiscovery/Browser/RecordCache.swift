@@ -5,7 +5,10 @@ import NIOCore
 ///
 /// Entries are kept per interface, because the same name may carry different addresses on
 /// different links. A received record with TTL 0 (a goodbye) is kept for one more second, marked
-/// as such, then removed (§10.1); a record with the cache-flush bit set makes older records of its
+/// as such, then removed (§10.1); while it lingers, the same record received again with a TTL is
+/// ignored: a responder sends nothing for a record after its goodbye (it probes first when it
+/// comes back, which takes longer than the second), so such a copy is one sent before the goodbye
+/// and read after it, on the other address family's socket. A record with the cache-flush bit set makes older records of its
 /// name and type on that interface expire one second later (§10.2). For records the browser
 /// cares about, the cache knows the refresh points at 80, 85, 90 and 95 % of the TTL (plus up to
 /// 2 % random, §5.2), and counts queries that went unanswered: the browser's own (§10.4) and
@@ -105,6 +108,10 @@ struct RecordCache: Sendable {
             self.store(entry, at: key)
             return repeated ? .ignored : .goodbye
         }
+        // A goodbye's lingering second: a copy sent before it, read after it, brings nothing back
+        // (seen: a goodbye read on the IPv4 socket, then an answer sent just before it on the
+        // IPv6 socket, then the IPv6 goodbye, and the peer was lost, found and lost again).
+        if let entry = self.entries[key], entry.isGoodbye, entry.expires > now { return .ignored }
         if record.cacheFlush {
             // §10.2: other records of this name and type from more than a second ago go too.
             for otherKey in self.index[NameAndType(name: record.name, type: record.type)] ?? [] {
