@@ -21,11 +21,7 @@ struct DoubleTalkTests {
 
     /// The benchmark room's echo of `far`, without noise.
     static func echo(of far: [Int16]) -> [Int16] {
-        var echo = [Double](repeating: 0, count: far.count)
-        for (delay, gain) in EchoMeasurement.taps(of: EchoMeasurement.EchoPath()) where delay < far.count {
-            for index in delay..<far.count { echo[index] += gain * Double(far[index - delay]) }
-        }
-        return echo.map { Int16(max(-32768, min(32767, $0.rounded()))) }
+        EchoMeasurement.echo(of: far, path: EchoMeasurement.EchoPath()).map { Int16(max(-32768, min(32767, $0.rounded()))) }
     }
 
     @Test("The detector finds no echo in a microphone that hears only a near talker or silence, and never in one that hears the room's echo")

@@ -73,6 +73,15 @@ public struct EchoMeasurement {
         return taps
     }
 
+    /// What the microphone hears of `far` through `path` (no noise), sample by sample.
+    public static func echo(of far: [Int16], path: EchoPath) -> [Double] {
+        var echo = [Double](repeating: 0, count: far.count)
+        for (delay, gain) in taps(of: path) where delay < far.count && gain != 0 {
+            for index in delay..<far.count { echo[index] += gain * Double(far[index - delay]) }
+        }
+        return echo
+    }
+
     /// Runs `canceller` on `far` (repeated as needed) with `near` (at least 5 s) talking from
     /// `doubleTalkAt` s (0–600).
     public static func run(
@@ -88,10 +97,7 @@ public struct EchoMeasurement {
         let doubleTalkEnd = doubleTalkStart + doubleTalkSeconds * VoiceFormat.sampleRate
         guard near.count >= doubleTalkEnd - doubleTalkStart else { throw .invalidConfiguration("near end shorter than 5 s") }
         // The echo, and the microphone: echo + noise floor (−66 dBFS) + near end in double talk.
-        var echo = [Double](repeating: 0, count: count)
-        for (delay, gain) in taps(of: path) where delay < count && gain != 0 {
-            for index in delay..<count { echo[index] += gain * Double(far[index - delay]) }
-        }
+        let echo = Self.echo(of: far, path: path)
         var random = SplitMix(seed: path.seed &+ 1)
         var microphone = [Int16](repeating: 0, count: count)
         var nearClean = [Int16](repeating: 0, count: count)
