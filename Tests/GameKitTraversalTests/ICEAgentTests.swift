@@ -256,7 +256,19 @@ struct ICEAgentTests {
         #expect(net.agents[0].rejectedChecks + net.agents[1].rejectedChecks > 0)
     }
 
-    @Test("Consent is lost exactly when the timeout passes without answers")
+    /// Consent as online sessions run it (ConnectivityChecker's timing).
+    static var consentTiming: ICEAgent.Configuration {
+        var configuration = ICEAgent.Configuration()
+        configuration.consentInterval = .milliseconds(1500)
+        configuration.consentTimeout = .seconds(5)
+        return configuration
+    }
+
+    static func isSelected(_ agent: ICEAgent) -> Bool {
+        if case .selected = agent.state { return true } else { return false }
+    }
+
+    @Test("Consent is lost once the timeout has passed and three checks went unanswered, confirmed 50 ms later")
     func consentLost() {
         var configuration = ICEAgent.Configuration()
         configuration.consentInterval = .seconds(1)
@@ -268,10 +280,96 @@ struct ICEAgentTests {
         #expect(net.bothSelected)
         net.blocked = true
         let cut = net.now
-        net.run(for: .seconds(10)) { $0.agents[0].state == .consentLost }
+        let lastAnswer = net.agents[0].consent!.lastAnswer
+        net.run(for: .seconds(10)) { $0.agents[0].consent?.suspectedAt != nil }
+        let suspected = net.now
+        // Suspected when the timeout has passed since the last answer and the third check since
+        // then has been out for its allowance (checks every 0.8–1.2 s here), not before.
+        #expect(net.agents[0].consent!.checksSinceAnswer >= ConsentFreshness.checksBeforeLoss)
+        #expect(suspected - lastAnswer >= .seconds(4))
+        #expect(suspected - lastAnswer <= .milliseconds(3 * 1200) + ConsentFreshness.answerAllowance)
+        net.run(for: .seconds(1)) { $0.agents[0].state == .consentLost }
         #expect(net.agents[0].state == .consentLost)
-        let lostAfter = net.now - cut
-        #expect(lostAfter <= .seconds(4) + .milliseconds(2))
-        #expect(lostAfter >= .seconds(4) - .milliseconds(1200) - .milliseconds(2))
+        #expect(net.now - suspected == ConsentFreshness.confirmationDelay)
+        #expect(net.now - cut <= .seconds(5))
+        #expect(net.agents[0].nextDeadline == nil)
+    }
+
+    /// A side held up for seconds (stopped, or starved) keeps consent, whichever it runs first
+    /// when it resumes: its timers or the answers that waited. It sent no check while held up,
+    /// so its silence is no evidence against the path. (The far side, which had no answers for
+    /// as long, may lose consent: to it the path was silent.)
+    @Test(arguments: [true, false]) func aStalledSideKeepsConsent(timersFirst: Bool) {
+        var net = Self.hosts(configuration: Self.consentTiming)
+        net.network.timersFirstOnResume = timersFirst
+        // 40 ms each way: an answer to a check sent on resuming takes longer than the
+        // confirmation delay, so only the evidence rule keeps consent.
+        for index in 0..<2 { net.network.paths[index] = ImpairmentModel(profile: ImpairmentProfile(delay: .milliseconds(40)), seed: 5) }
+        net.run(for: .seconds(5)) { $0.bothSelected }
+        net.run(for: .seconds(10))
+        for stall in [2, 4, 6, 12] {
+            net.network.pause(0, for: .seconds(Int64(stall)))
+            net.run(for: .seconds(Int64(stall) + 6))
+            #expect(Self.isSelected(net.agents[0]), "after a stall of \(stall) s: \(net.agents[0].state)")
+        }
+        #expect(net.network.pausedUntil.isEmpty)
+    }
+
+    /// The side's loop runs its timers but has not read its socket (a starved process): the
+    /// answers to its checks wait there. The timer that finds them missing only suspects a loss;
+    /// answers read before the confirmation clear it. With none waiting, consent is lost at the
+    /// confirmation.
+    @Test(arguments: [true, false]) func answersWaitingInTheSocketClearASuspectedLoss(answersWereWaiting: Bool) {
+        var net = Self.hosts(configuration: Self.consentTiming)
+        net.run(for: .seconds(5)) { $0.bothSelected }
+        net.run(for: .seconds(10))
+        nonisolated(unsafe) var held: [VirtualNetwork<AgentHost>.Datagram] = []
+        nonisolated(unsafe) var holding = true
+        net.network.interceptor = { datagram in
+            guard holding, datagram.destination.to == Self.a else { return true }
+            if answersWereWaiting { held.append(datagram) }
+            return false
+        }
+        net.run(for: .seconds(10)) { $0.agents[0].consent?.suspectedAt != nil }
+        #expect(net.agents[0].consent?.suspectedAt != nil)
+        let suspected = net.now
+        #expect(Self.isSelected(net.agents[0]))
+        if answersWereWaiting {
+            #expect(held.count >= ConsentFreshness.checksBeforeLoss)
+            holding = false
+            net.network.injected.append(contentsOf: held)
+            net.run(for: .seconds(10))
+            #expect(Self.isSelected(net.agents[0]))
+            #expect(net.agents[0].consent?.suspicionsCleared == 1)
+        } else {
+            net.run(for: .seconds(1)) { $0.agents[0].state == .consentLost }
+            #expect(net.agents[0].state == .consentLost)
+            #expect(net.now - suspected == ConsentFreshness.confirmationDelay)
+        }
+    }
+
+    /// A far side that answers later than the interval between checks (each answer arrives after
+    /// the next check has replaced its own) still gives consent: an answer to any check since
+    /// the last answer counts.
+    @Test func lateAnswersToEarlierChecksKeepConsent() {
+        var net = Self.hosts(configuration: Self.consentTiming)
+        net.run(for: .seconds(5)) { $0.bothSelected }
+        net.network.paths[1] = ImpairmentModel(profile: ImpairmentProfile(delay: .milliseconds(2500)), seed: 3)
+        net.run(for: .seconds(30))
+        #expect(Self.isSelected(net.agents[0]), "\(net.agents[0].state)")
+    }
+
+    /// Consent lost on a dead path while the side was held up: reported within the timeout plus
+    /// the stall plus the three checks it needs once it runs again.
+    @Test func aDeadPathIsLostAfterAStallToo() {
+        var net = Self.hosts(configuration: Self.consentTiming)
+        net.run(for: .seconds(5)) { $0.bothSelected }
+        net.run(for: .seconds(10))
+        net.blocked = true
+        let cut = net.now
+        net.network.pause(0, for: .seconds(3))
+        net.run(for: .seconds(20)) { $0.agents[0].state == .consentLost }
+        #expect(net.agents[0].state == .consentLost)
+        #expect(net.now - cut <= .seconds(3) + .milliseconds(3 * 1800) + ConsentFreshness.answerAllowance + ConsentFreshness.confirmationDelay)
     }
 }

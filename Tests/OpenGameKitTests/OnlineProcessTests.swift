@@ -56,8 +56,8 @@ struct OnlineProcessTests {
         let alice = try #require(outcome.connected(outcome.alice))
         // Connected at once through the relay, then direct.
         #expect(bob["path"] as? String == "relayed")
-        #expect(outcome.paths(outcome.bob) == ["direct"])
-        #expect(outcome.paths(outcome.alice) == ["direct"])
+        #expect(outcome.paths(outcome.bob) == ["direct"], "\(outcome.bobLog)")
+        #expect(outcome.paths(outcome.alice) == ["direct"], "\(outcome.aliceLog)")
         // One link all along: each message once, in order, across the move.
         #expect(outcome.received == Self.expected)
         // Nobody in between: both read the same verification code.
@@ -155,5 +155,21 @@ struct OnlineProcessTests {
         #expect(outcome.paths(outcome.bob) == ["direct"], "\(all)")
         #expect(outcome.bobLog.contains { $0.contains("direct path") && $0.contains("address=[IPv6]2001:db8:1001::2:") }, "\(all)")
         #expect(outcome.received == Self.expected)
+    }
+}
+
+/// Apart from "Online sessions across NATs" (serialized), so that it runs beside them.
+@Suite("Online sessions on a busy machine")
+struct OnlineStallTests {
+    /// Alice's process is stopped for 6 s once the path is direct (longer than consent's 5 s
+    /// timeout): it sent no consent check meanwhile, so on waking it keeps its direct path and
+    /// checks again. (Bob, whose checks went unanswered for as long, may go back to the relay:
+    /// to him the path was silent.) Every message still arrives once, in order.
+    @Test func aSessionHeldUpForSecondsKeepsItsDirectPath() async throws {
+        let outcome = try await OnlineProcessTests.chat(topology: "--stall 6")
+        _ = try #require(outcome.connected(outcome.bob), "bob never connected: \(outcome.bob)")
+        #expect(outcome.paths(outcome.alice) == ["direct"], "\(outcome.aliceLog)")
+        #expect(outcome.paths(outcome.bob).first == "direct", "\(outcome.bobLog)")
+        #expect(outcome.received == OnlineProcessTests.expected)
     }
 }

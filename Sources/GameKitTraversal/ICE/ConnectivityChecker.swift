@@ -32,7 +32,8 @@ package struct ConnectivityChecker: Sendable {
         }
     }
 
-    /// Consent timing: checks every `interval` (±20 %), lost after `timeout` unanswered.
+    /// Consent timing: checks every `interval` (±20 %), lost once `timeout` has passed without an
+    /// answer and three checks went unanswered (`ConsentFreshness`).
     package struct Timing: Sendable {
         package var consentInterval: TimeAmount
         package var consentTimeout: TimeAmount
@@ -126,6 +127,6 @@ extension ICEAgent {
     /// Whether a response with this transaction ID answers one of this agent's checks (or its
     /// consent check).
     func owns(transactionID: [UInt8]) -> Bool {
-        self.pairs.contains { $0.transaction?.transactionID == transactionID } || self.consentTransactionID == transactionID
+        self.pairs.contains { $0.transaction?.transactionID == transactionID } || self.isConsentAnswer(transactionID)
     }
 }

@@ -90,9 +90,8 @@ struct ICEAgent: Sendable {
     private var nextCheck: NIODeadline
     private var firstSuccess: NIODeadline?
     private var outbox: [Output] = []
-    private var consent: STUNTransaction?
-    private var nextConsent: NIODeadline?
-    private var lastConsent: NIODeadline?
+    /// Consent on the selected pair.
+    private(set) var consent: ConsentFreshness?
     /// Checks refused for bad credentials or integrity.
     private(set) var rejectedChecks = 0
     /// Where the controlling peer's nominating checks came from on the socket (controlled side):
@@ -117,8 +116,10 @@ struct ICEAgent: Sendable {
         self.nextCheck = now
     }
 
-    /// The running consent check's transaction ID.
-    var consentTransactionID: [UInt8]? { self.consent?.transactionID }
+    /// Whether a response with this transaction ID answers a consent check that still counts.
+    func isConsentAnswer(_ transactionID: [UInt8]) -> Bool {
+        self.consent?.isAnswer(to: transactionID) ?? false
+    }
 
     var selectedPair: Pair? {
         guard case .selected(let base, let remote) = self.state else { return nil }
@@ -253,25 +254,18 @@ struct ICEAgent: Sendable {
     }
 
     private mutating func pollConsent(now: NIODeadline) {
-        guard let selected = self.selectedPair else { return }
-        if let lastConsent, now - lastConsent >= self.configuration.consentTimeout {
+        guard let selected = self.selectedPair, var consent = self.consent else { return }
+        if consent.handleTimeout(now: now) {
+            let (message, bytes) = self.checkRequest(for: selected, nominate: false)
+            consent.start(message, bytes: bytes, now: now, random: &self.random)
+        }
+        if consent.isLost {
+            self.consent = nil
             self.state = .consentLost
             return
         }
-        if let next = self.nextConsent, now >= next {
-            let (message, bytes) = self.checkRequest(for: selected, nominate: false)
-            self.consent = STUNTransaction(message: message, bytes: bytes, timing: self.configuration.checkTiming, now: now)
-            let interval = self.configuration.consentInterval.nanoseconds
-            self.nextConsent = now + .nanoseconds(Int64.random(in: (interval * 4 / 5)...(interval * 6 / 5), using: &self.random))
-        }
-        if var consent = self.consent {
-            switch consent.poll(now: now) {
-            case .send(let bytes): self.outbox.append(Output(base: selected.base, to: selected.remote, bytes: bytes))
-            case .wait: break
-            case .expired: self.consent = nil
-            }
-            if self.consent != nil { self.consent = consent }
-        }
+        if let bytes = consent.pollTransmit(now: now) { self.outbox.append(Output(base: selected.base, to: selected.remote, bytes: bytes)) }
+        self.consent = consent
     }
 
     var nextDeadline: NIODeadline? {
@@ -284,8 +278,7 @@ struct ICEAgent: Sendable {
             }
             return deadlines.min()
         case .selected:
-            let timeout = self.lastConsent.map { $0 + self.configuration.consentTimeout }
-            return [self.nextConsent, self.consent?.deadline, timeout].compactMap { $0 }.min()
+            return self.consent?.nextDeadline
         case .consentLost:
             return nil
         }
@@ -357,10 +350,9 @@ struct ICEAgent: Sendable {
 
     private mutating func response(_ decoded: DecodedSTUNMessage, from source: TraversalAddress, base: Base, now: NIODeadline) {
         let message = decoded.message
-        if let consent = self.consent, consent.transactionID == message.transactionID {
+        if self.isConsentAnswer(message.transactionID) {
             if message.messageClass == .success, decoded.hasValidIntegrity(key: Array(self.credentials.remotePassword.utf8)) {
-                self.lastConsent = now
-                self.consent = nil
+                self.consent?.answered(now: now)
             }
             return
         }
@@ -388,7 +380,8 @@ struct ICEAgent: Sendable {
     }
 
     private mutating func startConsent(now: NIODeadline) {
-        self.lastConsent = now
-        self.nextConsent = now + self.configuration.consentInterval
+        let timing = ConsentFreshness.Timing(
+            interval: self.configuration.consentInterval, timeout: self.configuration.consentTimeout, check: self.configuration.checkTiming)
+        self.consent = ConsentFreshness(timing: timing, now: now)
     }
 }
