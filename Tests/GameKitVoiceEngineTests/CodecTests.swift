@@ -179,6 +179,41 @@ struct CodecTests {
         }
     }
 
+    @Test("Under a cap the frames get what the headers and copies leave, copies go first, and speech keeps to it")
+    func aCapCoversFramesCopiesAndHeaders() throws {
+        // No cap: 40,000 while loss is planned for, copies as asked.
+        let free = try VoiceSender()
+        free.apply(reportedLossPercent: 10, burstCover: 3)
+        #expect(free.frameBitrate == 40_000 && free.burstCover == 3)
+        var settings = OpusSettings()
+        settings.maximumBitrate = 64_000
+        let roomy = try VoiceSender(settings: settings)
+        roomy.apply(reportedLossPercent: 10, burstCover: 3)
+        // 64,000 less 50 packets a second of 15 header bytes (8, a count, 3 per copy) and two
+        // copies at 16,000.
+        #expect(roomy.burstCover == 3)
+        #expect(roomy.frameBitrate == 64_000 - 50 * 15 * 8 - 2 * 16_000)
+        settings.maximumBitrate = 32_000
+        let tight = try VoiceSender(settings: settings)
+        // From the start, before any report: 32,000 less the 8-byte headers.
+        #expect(tight.frameBitrate == 32_000 - 50 * 8 * 8)
+        tight.apply(reportedLossPercent: 10, burstCover: 3)
+        // Even one copy would leave the frames 11,200: no copies.
+        #expect(tight.burstCover == 0 && tight.frameBitrate == 28_800)
+        // On speech, what the packets carry stays under the cap.
+        let speech = try VoiceTestSupport.speech()
+        var bytes = 0
+        var frames = 0
+        for frame in VoiceTestSupport.frames(speech) {
+            bytes += try tight.send(frame: frame)?.count ?? 0
+            frames += 1
+        }
+        let bitsPerSecond = Double(bytes * 8) / (Double(frames) * 0.02)
+        #expect(bitsPerSecond <= 32_000, "\(bitsPerSecond) bit/s")
+        settings.maximumBitrate = 7_000
+        #expect(throws: VoiceEngineError.self) { try VoiceSender(settings: settings) }
+    }
+
     @Test("The FEC is planned for the highest loss of the last reports, up to the ceiling; clean reports switch it off in time")
     func fecPlanningHoldsTheHighestRecentLossUpToTheCeiling() throws {
         var settings = OpusSettings()

@@ -20,10 +20,12 @@ struct CallFailureTests {
     static let cases = [
         Case(phase: "inviting", sent: [.failed, .cancel], bobHears: "didNotStart alice 32002 (32013: no socket)", bobHearsWithoutFailed: "didNotStart alice 32009"),
         Case(phase: "connecting", sent: [.failed, .noPath], bobHears: "didNotStart alice 32002 (32013: no socket)", bobHearsWithoutFailed: "didNotStart alice 32002"),
-        Case(phase: "connected", sent: [.failed, .hangUp], bobHears: "didStop alice 32003 (32013: no socket)", bobHearsWithoutFailed: "didStop alice 32003"),
+        // Bob's devices are open, but the chat has not started: alice's never were.
+        Case(phase: "connected", sent: [.failed, .hangUp], bobHears: "didNotStart alice 32002 (32013: no socket)", bobHearsWithoutFailed: "didNotStart alice 32003"),
     ]
 
-    /// Brings a chat from alice to bob to `phase`, bob's side started where the phase allows.
+    /// Brings a chat from alice to bob to `phase` (connected: bob's devices open, alice's still
+    /// opening).
     static func chat(in phase: String, deliverFailed: Bool) throws -> CallHarness {
         var h = CallHarness()
         h.manualAnswers = phase == "inviting"

@@ -21,6 +21,8 @@ struct CallHarness {
     /// Candidates each side was told to add to its running checks.
     var trickled: [[ICECandidate]] = [[], []]
     var tearDowns = [0, 0]
+    /// Times each side was told to run its audio.
+    var audioRuns = [0, 0]
     var clientPathTried = [0, 0]
     var clientPathUsed = [0, 0]
     /// Invitations are answered by the test (else accepted at once, as without a handler).
@@ -29,6 +31,9 @@ struct CallHarness {
     var holdGathering = false
     /// The audio devices of a side fail to open.
     var audioFails = [false, false]
+    /// A side's devices take their time: they open (or fail) when the test says
+    /// (``openAudio(_:fails:)``).
+    var holdAudio = [false, false]
     var nextCallID: UInt32 = 100
 
     init(timing: VoiceCallMachine.Timing = .init()) {
@@ -57,11 +62,9 @@ struct CallHarness {
             case .useClientPath:
                 self.clientPathUsed[side] += 1
             case .startMedia:
-                if self.audioFails[side] {
-                    self.apply(self.machines[side].setUpFailed(.audioUnavailableError, reason: "no device"), side: side)
-                } else {
-                    self.apply(self.machines[side].mediaStarted(), side: side)
-                }
+                if !self.holdAudio[side] { self.openAudio(side, fails: self.audioFails[side]) }
+            case .runAudio:
+                self.audioRuns[side] += 1
             case .didStart(let participant):
                 self.events[side].append("didStart \(participant)")
             case .didNotStart(let participant, let error, let remote):
@@ -125,5 +128,15 @@ struct CallHarness {
         try self.start(0, callID: 7)
         self.flush()
         self.connectBoth()
+        self.flush()
+    }
+
+    /// A side's held devices (``holdAudio``) open now, or fail to.
+    mutating func openAudio(_ side: Int, fails: Bool = false) {
+        if fails {
+            self.apply(self.machines[side].setUpFailed(.audioUnavailableError, reason: "no device"), side: side)
+        } else {
+            self.apply(self.machines[side].audioReady(), side: side)
+        }
     }
 }

@@ -14,7 +14,8 @@ struct CallMachineTests {
         try h.establish()
         #expect(h.events[0] == ["didStart bob"])
         #expect(h.events[1] == ["invited alice", "didStart alice"])
-        #expect(h.sent[0].map(\.kind) == [.invite] && h.sent[1].map(\.kind) == [.accept])
+        #expect(h.sent[0].map(\.kind) == [.invite, .ready] && h.sent[1].map(\.kind) == [.accept, .ready])
+        #expect(h.audioRuns == [1, 1])
         guard case .connect(7, let keyFromBob, let fromBob, true)? = h.connects[0].first,
             case .connect(7, let keyFromAlice, let fromAlice, false)? = h.connects[1].first
         else { Issue.record("connects \(h.connects)"); return }
@@ -59,18 +60,94 @@ struct CallMachineTests {
         #expect(throws: GKVoiceChatServiceError(.invalidCallIDError)) { _ = try h.machines[1].accept(7, now: h.now) }
     }
 
-    @Test("Audio that cannot start: 32005 here, the cause there; nobody hears didStart twice")
-    func audioUnavailable() throws {
+    /// A call starts when both sides' audio devices are open, and not before: each side says
+    /// ready once its own are, and runs its audio (the client hears didStart) when it knows the
+    /// other's are too. Whichever side's devices fail, and whenever (before or after the other's
+    /// are open, before or after its path is found), both hear "did not start", the failing side
+    /// 32005 and the other 32002 with the cause; no audio runs on either.
+    @Test("Audio that cannot start: 32005 here, 32002 with the cause there, every order; no audio runs",
+          arguments: [0, 1], [false, true])
+    func audioUnavailable(failing: Int, otherOpensFirst: Bool) throws {
         var h = CallHarness()
-        h.audioFails = [true, false]
+        h.holdAudio = [true, true]
         try h.start(0, callID: 7)
         h.flush()
         h.apply(h.machines[1].connected(.direct, now: h.now), side: 1)
         h.apply(h.machines[0].connected(.direct, now: h.now), side: 0)
+        let other = CallHarness.other(failing)
+        if otherOpensFirst {
+            h.openAudio(other)
+            h.flush()
+        }
+        h.openAudio(failing, fails: true)
         h.flush()
-        #expect(h.events[0] == ["didNotStart bob 32005"])
-        #expect(h.events[1] == ["invited alice", "didStart alice", "didStop alice 32003 (32005: no device)"])
-        #expect(h.sent[0].map(\.kind) == [.invite, .failed, .hangUp])
+        if !otherOpensFirst {
+            h.openAudio(other)
+            h.flush()
+        }
+        let names = CallHarness.names
+        #expect(h.events[failing].last == "didNotStart \(names[other]) 32005")
+        #expect(h.events[other].last == "didNotStart \(names[failing]) 32002 (32005: no device)")
+        #expect(!h.events.joined().contains { $0.hasPrefix("didStart") || $0.hasPrefix("didStop") })
+        #expect(h.audioRuns == [0, 0])
+        #expect(Array(h.sent[failing].map(\.kind).suffix(2)) == [.failed, .hangUp])
+        #expect(!h.sent[failing].contains { $0.kind == .ready })
+        #expect(h.machines[0].call == nil && h.machines[1].call == nil)
+    }
+
+    /// Devices that open at different times: neither side starts before both are open, and
+    /// both start on the message that completes it (a signalling trip apart at most).
+    @Test("Neither side starts before both sides' devices are open", arguments: [0, 1])
+    func startsWhenBothAreReady(late: Int) throws {
+        var h = CallHarness()
+        h.holdAudio = [true, true]
+        try h.start(0, callID: 7)
+        h.flush()
+        h.connectBoth()
+        let early = CallHarness.other(late)
+        h.openAudio(early)
+        h.flush()
+        h.advance(.seconds(3))
+        #expect(h.audioRuns == [0, 0])
+        #expect(!h.events.joined().contains { $0.hasPrefix("didStart") })
+        h.openAudio(late)
+        // The late side knows the early one is ready: it starts at once; the early side on its
+        // ready message.
+        #expect(h.audioRuns[late] == 1 && h.audioRuns[early] == 0)
+        h.flush()
+        #expect(h.audioRuns == [1, 1])
+        #expect(h.events[0] == ["didStart bob"] && h.events[1] == ["invited alice", "didStart alice"])
+    }
+
+    /// A ready message may come before this side's own checks found the path (the other side's
+    /// did first): it is kept, and this side starts as soon as its own devices are open.
+    @Test("A ready message that comes while this side still checks is kept")
+    func readyBeforeThisSidesPath() throws {
+        var h = CallHarness()
+        try h.start(0, callID: 7)
+        h.flush()
+        h.apply(h.machines[1].connected(.direct, now: h.now), side: 1)
+        h.flush()
+        #expect(h.sent[1].last?.kind == .ready && h.audioRuns == [0, 0])
+        h.apply(h.machines[0].connected(.direct, now: h.now), side: 0)
+        #expect(h.audioRuns[0] == 1)
+        h.flush()
+        #expect(h.audioRuns == [1, 1])
+    }
+
+    /// A side that predates ready messages (0.1.x) runs its audio as soon as its devices open
+    /// and never says ready: its first media counts instead.
+    @Test("Media from a side that never says ready counts as its ready")
+    func mediaCountsAsReady() throws {
+        var h = CallHarness()
+        try h.start(0, callID: 7)
+        h.flush()
+        h.deliverSignalling = false
+        h.connectBoth()
+        #expect(h.audioRuns == [0, 0])
+        h.apply(h.machines[0].mediaArrived(viaClient: false, now: h.now), side: 0)
+        #expect(h.audioRuns == [1, 0])
+        #expect(h.events[0] == ["didStart bob"])
     }
 
     @Test("Hang-up: the other side hears 32003")
@@ -163,6 +240,7 @@ struct CallMachineTests {
         try h.start(1, callID: 55)
         h.flush()
         h.connectBoth()
+        h.flush()
         #expect(h.events[0] == ["didStart bob"] && h.events[1] == ["invited alice", "didStart alice"])
     }
 
@@ -209,7 +287,10 @@ struct CallMachineTests {
         // Alice's checks are still running when bob's first media arrives through the client.
         h.apply(h.machines[0].mediaArrived(viaClient: true, now: h.now), side: 0)
         #expect(h.machines[0].call?.phase == .connected(.client))
-        #expect(h.events[0] == ["didStart bob"] && h.events[1] == ["invited alice", "didStart alice"])
+        // Alice starts at once (bob's media says his devices are open); bob on her ready.
+        #expect(h.events[0] == ["didStart bob"] && h.events[1] == ["invited alice"])
+        h.flush()
+        #expect(h.events[1] == ["invited alice", "didStart alice"])
         #expect(h.clientPathUsed == [1, 1])
         // A late check result no longer changes the path.
         h.apply(h.machines[0].connected(.direct, now: h.now), side: 0)
@@ -262,6 +343,7 @@ struct CallMachineTests {
             else { continue }
             #expect(idA == idB && initiatorA != initiatorB)
             h.connectBoth()
+            h.flush()
             #expect(h.events[0].filter { $0.hasPrefix("didStart") } == ["didStart bob"])
             #expect(h.events[1].filter { $0.hasPrefix("didStart") } == ["didStart alice"])
             #expect(!h.events.joined().contains { $0.hasPrefix("didNotStart") || $0.hasPrefix("invited") })
@@ -280,6 +362,7 @@ struct CallMachineTests {
         h.flush()
         #expect(h.connects[0].count == 1 && h.connects[1].count == 1)
         h.connectBoth()
+        h.flush()
         #expect(h.events[0] == ["didStart bob"] && h.events[1] == ["didStart alice"])
     }
 

@@ -1,11 +1,12 @@
 """Speech quality of a degraded recording against its reference: PESQ-WB (ITU-T P.862.2, PyPI
 `pesq`) and STOI (PyPI `pystoi`), after aligning the two by cross-correlation.
 
-    python voice_quality.py REFERENCE.wav DEGRADED.wav [--max-delay-ms 2000]
+    python voice_quality.py REFERENCE.wav DEGRADED.wav [REFERENCE.wav DEGRADED.wav ...] [--max-delay-ms 2000]
 
-Both files are 16 kHz mono 16-bit. Prints one JSON object: pesq_wb, stoi, delay_ms (how much
-later the degraded signal starts), correlation (normalised peak, 0..1). PESQ is null when the
-library refuses the pair (for instance no speech detected in the degraded file).
+Both files are 16 kHz mono 16-bit. Prints one JSON object per pair, one per line, in order:
+pesq_wb, stoi, delay_ms (how much later the degraded signal starts), correlation (normalised
+peak, 0..1). PESQ is null when the library refuses the pair (for instance no speech detected in
+the degraded file). Several pairs in one run save the interpreter's start for each.
 """
 import json
 import sys
@@ -49,7 +50,13 @@ def main():
         i = args.index("--max-delay-ms")
         max_delay_ms = int(args[i + 1])
         del args[i:i + 2]
-    ref, deg = read(args[0]), read(args[1])
+    if not args or len(args) % 2:
+        raise SystemExit("usage: voice_quality.py REFERENCE.wav DEGRADED.wav [REFERENCE.wav DEGRADED.wav ...] [--max-delay-ms N]")
+    for index in range(0, len(args), 2):
+        print(json.dumps(score(read(args[index]), read(args[index + 1]), max_delay_ms)), flush=True)
+
+
+def score(ref, deg, max_delay_ms):
     lag, correlation = align(ref, deg, max_delay_ms * RATE // 1000)
     if lag >= 0:
         deg = deg[lag:]
@@ -61,13 +68,12 @@ def main():
         pesq_wb = float(pesq(RATE, ref, deg, "wb"))
     except Exception:  # the library's own errors (no utterances found and the like)
         pesq_wb = None
-    result = {
+    return {
         "pesq_wb": pesq_wb,
         "stoi": float(stoi(ref, deg, RATE, extended=False)),
         "delay_ms": lag * 1000.0 / RATE,
         "correlation": correlation,
     }
-    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,14 @@ public struct OpusSettings: Sendable, Hashable {
     /// themselves, only while the receiver reports bursts (12,000 scored 0.04–0.14 PESQ-WB
     /// lower under 10 % and 20 % loss and bursts).
     public var redundancyBitrate: Int = 16_000
+    /// The most the stream may send on average, in bits per second, everything included: the
+    /// frames with their FEC, the copies against bursts and the packets' headers. Under the cap
+    /// the frames get what the headers and the copies leave, and the copies go before the frames
+    /// would get less than ``minimumFrameBitrateUnderCap``. Default nil: no cap.
+    public var maximumBitrate: Int?
+    /// Under ``maximumBitrate``, the least the frames keep before copies against bursts are
+    /// dropped.
+    public static let minimumFrameBitrateUnderCap = 12_000
 
     /// The defaults.
     public init() {}
@@ -62,6 +70,9 @@ public struct OpusSettings: Sendable, Hashable {
         }
         guard (1...600).contains(lossHoldReports) else { throw .invalidConfiguration("loss hold \(lossHoldReports) reports") }
         guard (6_000...510_000).contains(redundancyBitrate) else { throw .invalidConfiguration("redundancy bitrate \(redundancyBitrate)") }
+        if let maximumBitrate, !(8_000...510_000).contains(maximumBitrate) {
+            throw .invalidConfiguration("maximum bitrate \(maximumBitrate)")
+        }
     }
 }
 
@@ -115,13 +126,23 @@ public final class OpusVoiceEncoder {
         set {
             let loss = max(0, min(100, newValue))
             _ = ogk_opus_set_packet_loss_perc(state, Int32(loss))
-            _ = ogk_opus_set_bitrate(state, Int32(settings.rate(expectingLoss: loss)))
+            _ = ogk_opus_set_bitrate(state, Int32(self.rate(expectingLoss: loss)))
         }
     }
 
+    /// A ceiling on the target bit rate, in bits per second (a sender under
+    /// ``OpusSettings/maximumBitrate`` sets it); nil: none.
+    public var bitrateLimit: Int? {
+        didSet { _ = ogk_opus_set_bitrate(state, Int32(self.bitrate)) }
+    }
+
     /// The target bit rate now, in bits per second: ``OpusSettings/lossBitrate`` while the FEC
-    /// is planned for loss, else ``OpusSettings/bitrate``.
-    public var bitrate: Int { settings.rate(expectingLoss: expectedLossPercent) }
+    /// is planned for loss, else ``OpusSettings/bitrate``; at most ``bitrateLimit``.
+    public var bitrate: Int { self.rate(expectingLoss: expectedLossPercent) }
+
+    private func rate(expectingLoss loss: Int) -> Int {
+        max(6_000, min(settings.rate(expectingLoss: loss), bitrateLimit ?? .max))
+    }
 
     /// Encodes one frame. With DTX on, a frame of silence may come back as one or two bytes,
     /// which need not be sent.

@@ -3,6 +3,14 @@ import CSpeexDSP
 /// speexdsp's echo canceller with a 200 ms tail, followed by its preprocessor (residual echo
 /// suppression and noise suppression), on 20 ms frames at 16 kHz, and, until its filter has
 /// converged, a ``StartupEchoSuppressor``.
+///
+/// The noise suppressor runs only while there is noise or echo to suppress: while the
+/// microphone's noise floor (``NoiseFloorTracker``, the quietest frames of the last 3 s) is at or
+/// above ``noiseGateDecibels`` (off again 6 dB below), or once the far end has been heard unless
+/// the start-up suppressor's detector found no echo (the suppressor takes residual echo too: off,
+/// the benchmark room's steady ERLE fell from 36 to 28 dB). On clean speech with nothing to
+/// cancel it cost 0.5 PESQ-WB points (4.12 against 4.61 unprocessed, the test speech through the
+/// canceller with a silent far end); at 10 dB SNR it gained 0.1–0.2.
 public final class SpeexEchoCanceller: EchoCanceller {
     private let echo: OpaquePointer
     private let preprocess: OpaquePointer
@@ -11,18 +19,38 @@ public final class SpeexEchoCanceller: EchoCanceller {
     public private(set) var startupSuppressor: StartupEchoSuppressor?
     /// Samples per frame: 10 or 20 ms.
     public let frameSize: Int
+    /// The noise floor at or above which the noise suppressor runs (nil: whenever it is on).
+    public let noiseGateDecibels: Double?
+    /// The microphone's noise floor.
+    public private(set) var noiseFloor: NoiseFloorTracker
+    /// Whether the noise suppressor runs now.
+    public private(set) var isDenoising: Bool
+    private let noiseSuppression: Bool
+    /// The far end has been heard (a frame above −50 dBFS): there may be echo.
+    private var farHeard = false
+    /// Below the gate by this much, the suppressor stops again.
+    static let noiseGateHysteresisDecibels = 6.0
 
     /// Creates the canceller with a tail of `tailMilliseconds` (at least 20); `startupSuppression`
-    /// (nil: none) holds the echo down until the filter has converged, its window set to the tail. The residual echo
+    /// (nil: none) holds the echo down until the filter has converged, its window set to the tail.
+    /// The noise suppressor (`noiseSuppression`) removes at most `noiseSuppressDecibels` of the
+    /// noise (speexdsp's default, −15), and runs only while the noise floor is at or above
+    /// `noiseGateDecibels` dBFS (nil: always). The residual echo
     /// suppressor removes at most `echoSuppressDecibels` of what the filter leaves while only the
     /// far end talks, and `echoSuppressActiveDecibels` while the near end talks too (speexdsp's
     /// defaults: −40 and −15).
     public init(
-        tailMilliseconds: Int = 200, frameMilliseconds: Int = 20, noiseSuppression: Bool = true, echoSuppressDecibels: Int = -40,
-        echoSuppressActiveDecibels: Int = -15, startupSuppression: StartupEchoSuppressor? = StartupEchoSuppressor()
+        tailMilliseconds: Int = 200, frameMilliseconds: Int = 20, noiseSuppression: Bool = true, noiseSuppressDecibels: Int = -15,
+        noiseGateDecibels: Double? = -60, echoSuppressDecibels: Int = -40, echoSuppressActiveDecibels: Int = -15,
+        startupSuppression: StartupEchoSuppressor? = StartupEchoSuppressor()
     ) throws(VoiceEngineError) {
         guard frameMilliseconds == 10 || frameMilliseconds == 20 else { throw .invalidConfiguration("speex frames of \(frameMilliseconds) ms") }
         frameSize = VoiceFormat.samplesPer10ms * frameMilliseconds / 10
+        self.noiseSuppression = noiseSuppression
+        self.noiseGateDecibels = noiseGateDecibels
+        // Blocks of 0.5 s, 3 s in all.
+        noiseFloor = NoiseFloorTracker(blockFrames: 500 / frameMilliseconds, blocks: 6)
+        isDenoising = noiseSuppression && noiseGateDecibels == nil
         if var suppressor = startupSuppression {
             // The echo path the window covers: the tail, in frames (and one more).
             suppressor.windowFrames = tailMilliseconds / frameMilliseconds + 1
@@ -43,8 +71,10 @@ public final class SpeexEchoCanceller: EchoCanceller {
         var rate = Int32(VoiceFormat.sampleRate)
         speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
-        var on: Int32 = noiseSuppression ? 1 : 0
+        var on: Int32 = isDenoising ? 1 : 0
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &on)
+        var noise = Int32(noiseSuppressDecibels)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &noise)
         var suppress = Int32(echoSuppressDecibels)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, &suppress)
         var suppressActive = Int32(echoSuppressActiveDecibels)
@@ -60,6 +90,7 @@ public final class SpeexEchoCanceller: EchoCanceller {
         let count = frameSize
         guard near.count == count else { throw .wrongFrameSize(expected: count, got: near.count) }
         guard far.count == count else { throw .wrongFrameSize(expected: count, got: far.count) }
+        self.gateNoiseSuppression(near, far: far)
         near.withUnsafeBufferPointer { nearPointer in
             far.withUnsafeBufferPointer { farPointer in
                 output.withUnsafeMutableBufferPointer { out in
@@ -69,5 +100,21 @@ public final class SpeexEchoCanceller: EchoCanceller {
             }
         }
         return startupSuppressor?.process(near: near, far: far, output: output) ?? output
+    }
+
+    /// Follows the microphone's noise floor and the echo: the suppressor on at or above the gate
+    /// (off again 6 dB below it), or while there may be echo.
+    private func gateNoiseSuppression(_ near: [Int16], far: [Int16]) {
+        guard noiseSuppression, let gate = noiseGateDecibels else { return }
+        noiseFloor.add(near)
+        if !farHeard, NoiseFloorTracker.level(far) > -50 { farHeard = true }
+        let echo = farHeard && startupSuppressor?.release != .noEcho
+        let floor = noiseFloor.floorDecibels ?? -120
+        let noise = isDenoising ? floor >= gate - Self.noiseGateHysteresisDecibels : floor >= gate
+        let wanted = noise || echo
+        guard wanted != isDenoising else { return }
+        isDenoising = wanted
+        var on: Int32 = wanted ? 1 : 0
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &on)
     }
 }

@@ -31,10 +31,10 @@ public final class AudioLoop: @unchecked Sendable {
         self.clock = clock
     }
 
-    /// Starts the thread.
+    /// Starts the thread (once; not after ``stop()``).
     public func start() {
         lock.withLock {
-            guard thread == nil else { return }
+            guard thread == nil, !stopping else { return }
             let thread = Thread { [self] in run() }
             thread.name = "ogk-voice-audio"
             thread.qualityOfService = .userInteractive
@@ -50,9 +50,11 @@ public final class AudioLoop: @unchecked Sendable {
     public func stop() { lock.withLock { stopping = true } }
 
     /// Waits until the loop has ended (stopped, microphone ended, or a device failed) and
-    /// returns the failure, if any. Closes neither device.
+    /// returns the failure, if any; at once for a loop stopped before it started. Closes
+    /// neither device.
     @discardableResult
     public func wait() -> VoiceEngineError? {
+        if lock.withLock({ thread == nil && stopping }) { return nil }
         finished.wait()
         finished.signal()
         return lock.withLock { failure }

@@ -6,7 +6,9 @@
 /// last ``OpusSettings/lossHoldReports``, at most ``OpusSettings/maximumExpectedLossPercent``;
 /// and the cover against bursts: while a receiver asks for frames 2 or 3 back, a second encoder
 /// at ``OpusSettings/redundancyBitrate`` codes each frame again, and each packet carries those
-/// copies of the frames that far back.
+/// copies of the frames that far back. Under ``OpusSettings/maximumBitrate`` the frames get what
+/// the packets' headers and the copies leave, and the copies go before the frames would get less
+/// than ``OpusSettings/minimumFrameBitrateUnderCap``.
 public final class VoiceSender {
     private let encoder: OpusVoiceEncoder
     private let settings: OpusSettings
@@ -39,10 +41,14 @@ public final class VoiceSender {
         self.format = format
         sequence = UInt16.random(in: .min ... .max)
         timestamp = UInt32.random(in: .min ... .max) / UInt32(format.samplesPerFrame) * UInt32(format.samplesPerFrame)
+        if settings.maximumBitrate != nil { plan() }
     }
 
     /// The loss the encoder currently plans for, in percent.
     public var expectedLossPercent: Int { encoder.expectedLossPercent }
+
+    /// The frames' target bit rate now (with their FEC), in bits per second.
+    public var frameBitrate: Int { encoder.bitrate }
 
     /// Encodes one frame and returns the packet's bytes, or nil when DTX leaves it unsent.
     public func send(frame: [Int16]) throws(VoiceEngineError) -> [UInt8]? {
@@ -97,12 +103,29 @@ public final class VoiceSender {
         plan()
     }
 
+    /// What the frames (with their FEC) may spend under `budget` when packets cover `cover`
+    /// frames back: the budget less the packets' headers and the copies.
+    private func frameBitrate(budget: Int, cover: Int) -> Int {
+        let copies = max(0, cover - 1)
+        let packetsPerSecond = 1000 / format.frameMilliseconds
+        // A packet with copies has a count byte and 3 bytes per copy more.
+        let headerBytes = VoicePacket.audioHeaderSize + (copies > 0 ? 1 + 3 * copies : 0)
+        return budget - packetsPerSecond * headerBytes * 8 - copies * settings.redundancyBitrate
+    }
+
     private func plan() {
         // With no receiver reporting (all left), back to the loss planned for at the start.
         let worstLoss = recentLoss.isEmpty ? settings.initialExpectedLossPercent : recentLoss.values.compactMap { $0.max() }.max() ?? 0
         encoder.expectedLossPercent = min(worstLoss, settings.maximumExpectedLossPercent)
         let asked = askedCover.values.max() ?? 0
-        let cover = settings.burstRedundancy && asked >= 2 ? min(asked, Int(VoicePacket.maximumBurstCover)) : 0
+        var cover = settings.burstRedundancy && asked >= 2 ? min(asked, Int(VoicePacket.maximumBurstCover)) : 0
+        if let budget = settings.maximumBitrate {
+            // The copies go (the deepest first) before the frames would get too little.
+            while cover >= 2, frameBitrate(budget: budget, cover: cover) < OpusSettings.minimumFrameBitrateUnderCap {
+                cover = cover > 2 ? cover - 1 : 0
+            }
+            encoder.bitrateLimit = frameBitrate(budget: budget, cover: cover)
+        }
         self.burstCover = cover
         if cover == 0 {
             copyEncoder = nil

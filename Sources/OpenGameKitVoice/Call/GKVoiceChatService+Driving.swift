@@ -147,10 +147,12 @@ extension GKVoiceChatService {
             case .startMedia:
                 // Opening audio devices blocks (a PulseAudio connection): not on an event loop.
                 DispatchQueue.global().async {
-                    if self.startMedia(generation: generation) {
-                        self.perform(ifCurrent: generation) { machine, _ in machine.mediaStarted() }
+                    if self.prepareMedia(generation: generation) {
+                        self.perform(ifCurrent: generation) { machine, _ in machine.audioReady() }
                     }
                 }
+            case .runAudio:
+                self.lock.withLock { self.state.generation == generation ? self.state.media : nil }?.loop.start()
             case .didStart(let participant):
                 self.withClient { client in client.voiceChatService(self, didStartWithParticipantID: participant) }
             case .didNotStart(let participant, _, _):
@@ -290,9 +292,9 @@ extension GKVoiceChatService {
 
     // MARK: - Audio
 
-    /// Opens the devices and starts the engine; false (and the chat ends with 32005) if the
-    /// devices cannot be opened.
-    private func startMedia(generation: Int) -> Bool {
+    /// Opens the devices and makes the engine and its loop, which runs on `.runAudio`; false
+    /// (and the chat ends with 32005) if the devices cannot be opened.
+    private func prepareMedia(generation: Int) -> Bool {
         let (configuration, connection, muted, volume) = self.lock.withLock {
             (self.state.configuration, self.state.connection, self.state.muted, self.state.volume)
         }
@@ -329,7 +331,6 @@ extension GKVoiceChatService {
             devices.1.close()
             return false
         }
-        loop.start()
         return true
     }
 

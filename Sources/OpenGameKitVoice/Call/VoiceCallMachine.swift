@@ -42,7 +42,12 @@ struct VoiceCallMachine: Sendable {
         var deadline: NIODeadline?
         var remoteKey: [UInt8] = []
         var remoteCandidates: [ICECandidate] = []
-        /// The client heard `didStart` (media connected and the audio running).
+        /// This side's audio devices are open (its ready message went out).
+        var audioReady = false
+        /// The other side's are: its ready message came, or its media (a side that predates
+        /// ready messages runs its audio as soon as its devices open).
+        var remoteReady = false
+        /// Both were: the audio runs and the client heard `didStart`.
         var started = false
         /// Whether this side's invite or accept went out (later candidates are trickled).
         var announced: Bool {
@@ -90,8 +95,11 @@ struct VoiceCallMachine: Sendable {
         case tryClientPath
         /// Media goes through the client's real-time channel from now on.
         case useClientPath
-        /// Media flows: start the audio, then call ``mediaStarted()``.
+        /// A path was found: open the audio devices and make the engine, without running them
+        /// yet, then call ``audioReady()`` (or ``setUpFailed(_:reason:)``).
         case startMedia(RealTimePath)
+        /// Both sides' devices are open: run the audio (speech flows from now).
+        case runAudio
         case didStart(String)
         /// The chat with the participant could not be set up, for the code's reason; `remote`
         /// when the other side said why it failed.
@@ -239,13 +247,24 @@ struct VoiceCallMachine: Sendable {
         return self.take()
     }
 
-    /// The audio runs: the client hears `didStart`.
-    mutating func mediaStarted() -> [Action] {
-        guard var call = self.call, case .connected = call.phase, !call.started else { return [] }
-        call.started = true
+    /// This side's audio devices are open: the other side hears it (a ready message), and the
+    /// audio runs once the other side's are open too.
+    mutating func audioReady() -> [Action] {
+        guard var call = self.call, case .connected = call.phase, !call.audioReady else { return [] }
+        call.audioReady = true
+        self.actions.append(.send(.bare(.ready, call.callID), to: call.participant))
+        self.runIfBothReady(&call)
         self.call = call
-        self.actions.append(.didStart(call.participant))
         return self.take()
+    }
+
+    /// Both sides' devices are open: the audio runs on both within a signalling message's trip
+    /// of each other, and the client hears `didStart`. A device failure on either side before
+    /// this is "did not start" on both (the failing side never says ready).
+    private mutating func runIfBothReady(_ call: inout Call) {
+        guard case .connected = call.phase, call.audioReady, call.remoteReady, !call.started else { return }
+        call.started = true
+        self.actions += [.runAudio, .didStart(call.participant)]
     }
 
     /// Every candidate pair failed before the path timeout.
@@ -274,7 +293,10 @@ struct VoiceCallMachine: Sendable {
     mutating func mediaArrived(viaClient: Bool, now: NIODeadline) -> [Action] {
         guard var call = self.call else { return [] }
         if viaClient, call.phase == .connecting || call.phase == .fallingBack {
-            return self.connected(.client, now: now)
+            let actions = self.connected(.client, now: now)
+            // It came from the other side's running audio: its devices are open.
+            self.call?.remoteReady = true
+            return actions
         }
         guard case .connected(let path) = call.phase else { return [] }
         if viaClient, path != .client {
@@ -283,6 +305,10 @@ struct VoiceCallMachine: Sendable {
             self.actions.append(.useClientPath)
         }
         call.deadline = now + self.timing.mediaTimeout
+        // Its audio runs, so its devices are open (what its ready message says; a side that
+        // predates ready messages sends none).
+        call.remoteReady = true
+        self.runIfBothReady(&call)
         self.call = call
         return self.take()
     }
@@ -399,6 +425,11 @@ struct VoiceCallMachine: Sendable {
             self.call = call
         case (.candidates, .connecting), (.candidates, .fallingBack), (.candidates, .connected):
             self.actions.append(.addRemoteCandidates(message.candidates))
+        case (.ready, .connecting), (.ready, .fallingBack), (.ready, .connected):
+            // Its checks may have found the path before this side's did.
+            call.remoteReady = true
+            self.runIfBothReady(&call)
+            self.call = call
         case (.deny, .inviting): self.fail(.remoteParticipantDeclinedInviteError)
         case (.busy, .inviting): self.fail(.remoteParticipantBusyError)
         case (.unsupportedVersion, .inviting): self.fail(.unsupportedRemoteVersionError)

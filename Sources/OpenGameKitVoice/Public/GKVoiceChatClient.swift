@@ -24,7 +24,8 @@ public protocol GKVoiceChatClient: AnyObject {
     /// ``GKVoiceChatService/denyCallID(_:)``. The default implementation accepts.
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didReceiveInvitationFromParticipantID participantID: String, callID: Int)
 
-    /// A chat with `participantID` started: audio flows.
+    /// A chat with `participantID` started: both sides' audio devices are open and audio flows
+    /// (both sides hear this within a signalling message's trip of each other).
     func voiceChatService(_ voiceChatService: GKVoiceChatService, didStartWithParticipantID participantID: String)
 
     /// A chat with `participantID` could not be set up; `error` is a ``GKVoiceChatServiceError``

@@ -50,7 +50,7 @@ public enum SignalFuzzingEntryPoints {
             case 3: actions += machine.deny(callID)
             case 4: actions += machine.stop(participant)
             case 5: actions += machine.gathered(candidates: candidates, keyShare: Array(repeating: 9, count: 32), now: now)
-            case 6: actions += machine.connected(.direct, now: now) + machine.mediaStarted()
+            case 6: actions += machine.connected(.direct, now: now) + machine.audioReady()
             case 7: actions += machine.pathFailed(now: now) + machine.clientPath(available: false, now: now)
             default: break
             }

@@ -29,6 +29,9 @@ struct SignalMessage: Equatable, Sendable {
         /// and a sentence. Always followed by the message a version-1 receiver that predates this
         /// kind understands (deny, cancel, no path or hang-up).
         case failed = 10
+        /// The sender's audio devices are open: it runs its audio once it knows the other side's
+        /// are open too (this message, or the other side's media).
+        case ready = 11
     }
 
     var kind: Kind
@@ -80,7 +83,7 @@ struct SignalMessage: Equatable, Sendable {
         case .failed:
             out += [UInt8(self.failureCode >> 8), UInt8(self.failureCode & 0xFF), UInt8(self.reason.count)]
             out += self.reason
-        case .deny, .busy, .cancel, .hangUp, .noPath:
+        case .deny, .busy, .cancel, .hangUp, .noPath, .ready:
             break
         }
         return out
@@ -122,7 +125,7 @@ struct SignalMessage: Equatable, Sendable {
             message.reason = Array(bytes[offset..<(offset + length)])
             guard String(validating: message.reason, as: UTF8.self) != nil else { throw .malformed(callID: callID) }
             offset += length
-        case .deny, .busy, .cancel, .hangUp, .noPath:
+        case .deny, .busy, .cancel, .hangUp, .noPath, .ready:
             break
         }
         guard offset == bytes.count else { throw .malformed(callID: callID) }

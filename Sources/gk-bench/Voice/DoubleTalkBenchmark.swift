@@ -14,7 +14,7 @@ enum DoubleTalkBenchmark {
     /// One row per canceller and echo path: `pesq_wb_at_<s>s`, `stoi_at_<s>s` and
     /// `atten_db_at_<s>s` for each start (a stretch PESQ could not score counts as 1.0, the floor).
     static func rows(
-        cancellers: [(String, () throws -> EchoCanceller)], far: [Int16], near: [Int16], quality: SpeechQuality
+        cancellers: [(String, () throws -> EchoCanceller)], far: [Int16], near: [Int16], quality: SpeechQuality, seconds: [Int] = Self.seconds
     ) throws -> [[String: Any]] {
         var rows: [[String: Any]] = []
         for (name, make) in cancellers {
@@ -46,7 +46,7 @@ enum DoubleTalkBenchmark {
             let impl = (row["impl"] as? String ?? "").padding(toLength: 17, withPad: " ", startingAt: 0)
             let echo = (row["echo"] as? String ?? "").padding(toLength: 5, withPad: " ", startingAt: 0)
             text += "  \(impl) echo \(echo)"
-            for second in seconds {
+            for second in seconds where row["pesq_wb_at_\(second)s"] != nil {
                 let pesq = row["pesq_wb_at_\(second)s"] as? Double ?? 1
                 let attenuation = row["atten_db_at_\(second)s"] as? Double ?? .nan
                 text += "  \(String(format: "%.2f", pesq)) / \(String(format: "%5.1f", attenuation))"

@@ -20,8 +20,14 @@ struct VoiceBenchmark: ParsableCommand {
     @Option(help: "The Python with pesq and pystoi (default: .venv/bin/python).")
     var python = ".venv/bin/python"
 
-    @Option(help: "Seed of the impairments.")
+    @Option(help: "First seed of the impairments.")
     var seed: UInt64 = 1
+
+    @Option(help: "Seeds per quality row (from --seed on): each row is their median, with the lowest and highest.")
+    var seeds = 5
+
+    @Flag(help: "A short run that still makes every kind of row: the short reference, one seed, two conditions, the speex canceller only, group-2, no PulseAudio.")
+    var quick = false
 
     @Option(help: "Chirps for the mouth-to-ear measurement.")
     var chirps = 20
@@ -33,6 +39,7 @@ struct VoiceBenchmark: ParsableCommand {
     var groupSizes: [Int] = [2, 4, 8]
 
     func validate() throws {
+        guard (1...50).contains(seeds) else { throw ValidationError("--seeds takes 1 to 50") }
         guard groupSizes.allSatisfy({ (2...GroupVoiceEngine.maximumParticipants + 1).contains($0) }) else {
             throw ValidationError("--group takes call sizes from 2 to \(GroupVoiceEngine.maximumParticipants + 1)")
         }
@@ -43,30 +50,14 @@ struct VoiceBenchmark: ParsableCommand {
         let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-voice-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: workspace, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: workspace) }
-        let referencePath = try reference ?? Self.makeReference(in: workspace, name: "far.wav", long: true)
+        let referencePath = try reference ?? Self.makeReference(in: workspace, name: "far.wav", long: !quick)
         let speech = try WAVFile.read(path: referencePath)
         let quality = SpeechQuality(python: python, workspace: workspace)
         var rows: [[String: Any]] = []
 
-        let works: [(String, ImpairmentProfile)] = [
-            ("clean", ImpairmentProfile()),
-            ("loss5", ImpairmentProfile(loss: 0.05)),
-            ("loss10", ImpairmentProfile(loss: 0.10)),
-            ("loss20", ImpairmentProfile(loss: 0.20)),
-            ("burst10", ImpairmentProfile(burstLoss: BurstLoss(averageLoss: 0.10, meanBurstLength: 3))),
-            ("jitter20", ImpairmentProfile(jitter: .milliseconds(20))),
-        ]
-        for (work, profile) in works {
-            for pipeline in [VoiceStreamSimulation.Pipeline.opengamekit, .fecReference, .baseline] {
-                let simulation = VoiceStreamSimulation(pipeline: pipeline, impairment: profile, seed: seed)
-                let (played, loss, kilobits) = try simulation.run(speech: speech)
-                let score = try quality.measure(reference: speech, degraded: played, name: "\(work)-\(pipeline.rawValue)")
-                rows.append([
-                    "work": work, "impl": pipeline.rawValue, "loss_pct": loss,
-                    "pesq_wb": score.pesq, "stoi": score.stoi, "delay_ms": score.delayMilliseconds, "kbps": kilobits,
-                ])
-            }
-        }
+        let seedList = (0..<UInt64(quick ? 1 : seeds)).map { seed &+ $0 }
+        let conditions = quick ? QualityBenchmark.conditions.filter { ["clean", "loss10"].contains($0.work) } : QualityBenchmark.conditions
+        rows += try QualityBenchmark.rows(speech: speech, quality: quality, seeds: seedList, conditions: conditions)
 
         // Echo cancellation: far end = the reference speech, near end = a second talker.
         let nearPath = try Self.makeReference(in: workspace, name: "near.wav", long: false, secondTalker: true)
@@ -77,6 +68,7 @@ struct VoiceBenchmark: ParsableCommand {
         cancellers.append(("speex", { try SpeexEchoCanceller() }))
         // Without the start-up suppressor: the library alone, for comparison.
         cancellers.append(("speex-alone", { try SpeexEchoCanceller(startupSuppression: nil) }))
+        if quick { cancellers.removeAll { $0.0 != "speex" } }
         for (name, make) in cancellers {
             let result = try EchoMeasurement.run(canceller: try make(), far: speech, near: near)
             let score = try quality.measure(reference: result.doubleTalkReference, degraded: result.doubleTalkOutput, name: "dt-\(name)")
@@ -91,13 +83,15 @@ struct VoiceBenchmark: ParsableCommand {
             ])
         }
 
-        rows += try DoubleTalkBenchmark.rows(cancellers: cancellers, far: speech, near: near, quality: quality)
+        rows += try DoubleTalkBenchmark.rows(
+            cancellers: cancellers, far: speech, near: near, quality: quality, seconds: quick ? [1] : DoubleTalkBenchmark.seconds)
 
         rows.append(try Self.fullDuplexCPU(speech: speech))
         rows.append(try Self.fullDuplexCPU(speech: speech, burstLoss: true))
-        let pairLatency = skipPulse ? nil : try MouthToEar.measure(chirps: chirps, workspace: workspace)
+        let pulse = !skipPulse && !quick
+        let pairLatency = pulse ? try MouthToEar.measure(chirps: chirps, workspace: workspace) : nil
         rows += try GroupVoiceBenchmark.rows(
-            sizes: groupSizes, speech: speech, quality: quality, seed: seed, chirps: skipPulse ? nil : chirps, workspace: workspace,
+            sizes: quick ? [2] : groupSizes, speech: speech, quality: quality, seed: seed, chirps: pulse ? chirps : nil, workspace: workspace,
             pairLatency: pairLatency)
         if let pairLatency { rows.append(pairLatency) }
         report(rows)
@@ -155,7 +149,7 @@ struct VoiceBenchmark: ParsableCommand {
         }
         var table = "work      impl              loss%   PESQ-WB  STOI   kbit/s | echo: ERLE 3s  steady  DT atten  DT PESQ  at 1 s | cpu%  m2e p50/p95 ms\n"
         for row in rows {
-            guard row["work"] as? String != "double-talk" else {
+            guard row["work"] as? String != "double-talk", !QualityBenchmark.isQualityRow(row) else {
                 if json { emitJSONLine(row) }
                 continue
             }
@@ -167,22 +161,9 @@ struct VoiceBenchmark: ParsableCommand {
             if json { emitJSONLine(row) }
         }
         table += DoubleTalkBenchmark.table(rows)
-        // Ratios against the baseline, work by work.
-        for work in Set(rows.compactMap { $0["impl"] as? String == "plain-opus-80ms" ? $0["work"] as? String : nil }).sorted() {
-            let ours = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "opengamekit" }
-            let base = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "plain-opus-80ms" }
-            let reference = rows.first { $0["work"] as? String == work && $0["impl"] as? String == "opus-fec-80ms" }
-            if let a = ours?["pesq_wb"] as? Double, let b = base?["pesq_wb"] as? Double {
-                var line: [String: Any] = ["work": work, "impl": "ratio", "pesq_wb_ratio_vs_baseline": a / b, "pesq_wb_gain_vs_baseline": a - b]
-                table += "  -> \(work): PESQ-WB \(String(format: "%.2f", a)) vs \(String(format: "%.2f", b)) (×\(String(format: "%.2f", a / b)))"
-                if let r = reference?["pesq_wb"] as? Double {
-                    line["pesq_wb_gain_vs_fec_reference"] = a - r
-                    table += ", vs the FEC reference \(String(format: "%.2f", r)) (\(String(format: "%+.2f", a - r)))"
-                }
-                table += "\n"
-                if json { emitJSONLine(line) }
-            }
-        }
+        let (qualityTable, comparisons) = QualityBenchmark.table(rows)
+        table = qualityTable + table
+        if json { comparisons.forEach(emitJSONLine) }
         // Group calls: one participant's CPU against the 5 % target; quality and latency against
         // a two-party call through the same pipeline (group-2).
         let pair = rows.first { $0["work"] as? String == "group-2" }
@@ -202,40 +183,5 @@ struct VoiceBenchmark: ParsableCommand {
             if json { emitJSONLine(line) }
         }
         (json ? FileHandle.standardError : FileHandle.standardOutput).write(Data(table.utf8))
-    }
-}
-
-/// PESQ-WB and STOI through Tests/Peers/voice_quality.py.
-struct SpeechQuality {
-    let python: String
-    let workspace: String
-
-    struct Score {
-        /// PESQ-WB; 1.0, the scale's floor, when PESQ could not score the signal (it found no
-        /// speech in it: a listener that heard nothing), so that such a listener counts as the
-        /// worst, never vanishes.
-        var pesq: Double
-        /// Whether PESQ scored it (false: `pesq` is the floor).
-        var pesqScored: Bool
-        var stoi: Double
-        var delayMilliseconds: Double
-    }
-
-    func measure(reference: [Int16], degraded: [Int16], name: String) throws -> Score {
-        let referencePath = "\(workspace)/\(name)-ref.wav"
-        let degradedPath = "\(workspace)/\(name)-deg.wav"
-        try WAVFile.write(reference, path: referencePath)
-        try WAVFile.write(degraded, path: degradedPath)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["Tests/Peers/voice_quality.py", referencePath, degradedPath]
-        let data = try process.runCollectingOutput()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0,
-            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let stoi = object["stoi"] as? Double
-        else { throw ValidationError("voice_quality.py failed for \(name) (is \(python) the peers venv?)") }
-        let pesq = object["pesq_wb"] as? Double
-        return Score(pesq: pesq ?? 1, pesqScored: pesq != nil, stoi: stoi, delayMilliseconds: object["delay_ms"] as? Double ?? 0)
     }
 }

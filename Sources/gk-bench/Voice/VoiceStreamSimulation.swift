@@ -25,6 +25,17 @@ struct VoiceStreamSimulation {
     let pipeline: Pipeline
     let impairment: ImpairmentProfile
     let seed: UInt64
+    /// A rate to compare at, in bits per second: the engine's cap
+    /// (``OpusSettings/maximumBitrate``, everything included), or the plain pipelines' one
+    /// Opus rate. nil: each pipeline's own.
+    var rate: Int?
+
+    init(pipeline: Pipeline, impairment: ImpairmentProfile, seed: UInt64, rate: Int? = nil) {
+        self.pipeline = pipeline
+        self.impairment = impairment
+        self.seed = seed
+        self.rate = rate
+    }
 
     /// The played signal (as long as the speech plus a second to drain), the measured loss, and
     /// the voice packets' bit rate (their bytes, no transport overhead).
@@ -33,7 +44,7 @@ struct VoiceStreamSimulation {
         var jitter = JitterBuffer.Configuration()
         switch pipeline {
         case .opengamekit:
-            break
+            opus.maximumBitrate = rate
         case .baseline:
             opus.inBandFEC = false
             opus.lossBitrate = opus.bitrate
@@ -50,6 +61,10 @@ struct VoiceStreamSimulation {
             jitter.adaptive = false
             jitter.holdForFEC = true
             jitter.initialDelayMilliseconds = 80
+        }
+        if pipeline != .opengamekit, let rate {
+            opus.bitrate = rate
+            opus.lossBitrate = rate
         }
         let format = jitter.format
         let sender = try VoiceSender(format: format, settings: opus)

@@ -1,0 +1,85 @@
+import Foundation
+import NetworkImpairment
+import Testing
+
+/// `gk-bench voice --quick`: every kind of row the voice benchmark makes comes out, parses, and
+/// carries every field its kind has, with values in their scales. Figures are not judged (no
+/// timing or quality threshold in a test); that every listener counts is (an unscored one is
+/// the floor, 1.0, never missing).
+@Suite("Voice benchmark harness")
+struct VoiceBenchmarkHarnessTests {
+    static let qualityFields = [
+        "work", "impl", "seeds", "pesq_wb", "pesq_wb_min", "pesq_wb_max", "stoi", "stoi_min", "stoi_max", "kbps", "kbps_min", "kbps_max",
+        "loss_pct", "delay_ms", "pesq_unscored",
+    ]
+    static let comparisonFields = [
+        "pesq_wb_ratio_vs_baseline", "pesq_wb_gain_vs_baseline", "pesq_wb_gain_vs_fec_reference", "pesq_wb_gain_at_reference_rate",
+        "pesq_wb_gain_at_engine_rate", "stoi_gain_at_reference_rate", "stoi_gain_at_engine_rate", "stoi_gain_vs_fec_reference",
+    ]
+    static let echoFields = [
+        "erle_db_3s", "erle_db_steady", "dt_atten_db", "dt_pesq_wb", "cpu_pct", "dt_atten_db_at_1s", "dt_pesq_wb_at_1s",
+    ]
+    static let groupFields = [
+        "participants", "pesq_wb", "pesq_wb_mean", "listeners", "listeners_unscored", "cpu_pct", "cpu_pct_one_talker", "ratio_vs_target",
+        "kbps", "mouth_to_ear_ms_p50", "mouth_to_ear_ms_p95",
+    ]
+
+    static func isPESQ(_ value: Any?) -> Bool { (value as? Double).map { (1.0...4.65).contains($0) } ?? false }
+    static func isSTOI(_ value: Any?) -> Bool { (value as? Double).map { (0.0...1.0).contains($0) } ?? false }
+
+    @Test func theQuickRunMakesEveryKindOfRowWithEveryField() async throws {
+        let result = try await SandboxScript.run("gk-bench voice --quick --json 2>/dev/null; echo \"X {\\\"exit\\\":$?}\"", timeout: 900)
+        #expect(result.objects(tagged: "X").first?["exit"] as? Int == 0, "\(result.lines.suffix(5))")
+        // Every line of standard output is a JSON object (the table goes to standard error).
+        let output = result.lines.filter { !$0.hasPrefix("X ") && !$0.isEmpty }
+        #expect(output.count == result.objects.count, "lines that are not JSON: \(output.filter { !$0.hasPrefix("{") })")
+        let rows = result.objects
+
+        // Quality: each variant on each condition, medians and spread, the rate beside the scores.
+        let quality = rows.filter { $0["seeds"] != nil }
+        let impls: Set<String> = ["opengamekit", "opus-fec-80ms", "plain-opus-80ms", "opengamekit@ref-rate", "opus-fec-80ms@engine-rate"]
+        for work in ["clean", "loss10"] {
+            #expect(Set(quality.filter { $0["work"] as? String == work }.compactMap { $0["impl"] as? String }) == impls, "\(work)")
+        }
+        for row in quality {
+            for field in Self.qualityFields { #expect(row[field] != nil, "\(row["work"] ?? "?")/\(row["impl"] ?? "?") lacks \(field)") }
+            #expect(Self.isPESQ(row["pesq_wb"]) && Self.isPESQ(row["pesq_wb_min"]) && Self.isPESQ(row["pesq_wb_max"]), "\(row)")
+            #expect(Self.isSTOI(row["stoi"]), "\(row)")
+            #expect((row["kbps"] as? Double ?? 0) > 0, "\(row)")
+            #expect(row["seeds"] as? Int == 1)
+            if (row["impl"] as? String)?.contains("@") == true { #expect((row["rate_kbps"] as? Double ?? 0) > 0, "\(row)") }
+        }
+        // The comparisons at equal rate, both ways, with a computed verdict where targets apply.
+        let comparisons = rows.filter { $0["impl"] as? String == "ratio" && ["clean", "loss10"].contains($0["work"] as? String ?? "") }
+        #expect(comparisons.count == 2, "\(comparisons)")
+        for row in comparisons {
+            for field in Self.comparisonFields { #expect(row[field] is Double, "\(row["work"] ?? "?") lacks \(field)") }
+        }
+        let lossy = try #require(comparisons.first { $0["work"] as? String == "loss10" })
+        #expect(["met", "missed"].contains(lossy["pesq_target"] as? String ?? ""), "\(lossy)")
+        #expect(["met", "missed"].contains(lossy["stoi_target"] as? String ?? ""), "\(lossy)")
+
+        // Echo cancellation and double talk (the speex canceller), with and without an echo path.
+        let echo = try #require(rows.first { $0["work"] as? String == "echo" && $0["impl"] as? String == "speex" }, "\(rows)")
+        for field in Self.echoFields { #expect(echo[field] is Double, "echo lacks \(field)") }
+        let doubleTalk = rows.filter { $0["work"] as? String == "double-talk" }
+        #expect(Set(doubleTalk.compactMap { $0["echo"] as? String }) == ["room", "none"])
+        for row in doubleTalk {
+            #expect(Self.isPESQ(row["pesq_wb_at_1s"]) && Self.isPESQ(row["pesq_wb_worst"]), "\(row)")
+            #expect(Self.isSTOI(row["stoi_at_1s"]) && row["atten_db_at_1s"] is Double, "\(row)")
+        }
+
+        // CPU of a full-duplex stream, with and without bursts.
+        for work in ["cpu", "cpu-burst"] {
+            let row = try #require(rows.first { $0["work"] as? String == work }, "\(work)")
+            #expect((row["cpu_pct"] as? Double ?? 0) > 0 && row["echo_canceller"] is String && row["burst_cover"] is Int, "\(row)")
+        }
+
+        // A two-party call through the group pipeline: every listener counted, none unscored.
+        let group = try #require(rows.first { $0["work"] as? String == "group-2" }, "\(rows)")
+        for field in Self.groupFields { #expect(group[field] != nil, "group-2 lacks \(field)") }
+        // One talks, the others listen.
+        #expect(group["participants"] as? Int == 2 && group["listeners"] as? Int == 1 && group["listeners_unscored"] as? Int == 0, "\(group)")
+        #expect(Self.isPESQ(group["pesq_wb"]), "\(group)")
+    }
+}
