@@ -157,7 +157,7 @@ struct StretchAndEchoTests {
         _ = try through(gated, noisy)
         #expect(gated.isDenoising)
         let floor = try #require(gated.noiseFloor.floorDecibels)
-        #expect(floor > -60 && floor < NoiseFloorTracker.level(Array(speech.prefix(320 * 50))), "floor \(floor)")
+        #expect(floor > -60 && floor < Double(LevelMeter.level(of: Array(speech.prefix(320 * 50)))), "floor \(floor)")
         // Quiet again: the floor falls with the window and the suppressor stops.
         _ = try through(gated, [Int16](repeating: 0, count: 320 * 200))
         #expect(!gated.isDenoising)

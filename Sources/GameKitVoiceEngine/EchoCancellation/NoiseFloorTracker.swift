@@ -28,19 +28,12 @@ public struct NoiseFloorTracker: Sendable {
 
     /// Takes one frame.
     public mutating func add(_ frame: [Int16]) {
-        self.blockMinimum = min(self.blockMinimum, Self.level(frame))
+        self.blockMinimum = min(self.blockMinimum, Double(LevelMeter.level(of: frame)))
         self.framesInBlock += 1
         guard self.framesInBlock == self.blockFrames else { return }
         self.minima.append(self.blockMinimum)
         if self.minima.count > self.blocks { self.minima.removeFirst() }
         self.blockMinimum = .infinity
         self.framesInBlock = 0
-    }
-
-    /// A frame's level in dBFS; −120 for digital silence.
-    public static func level(_ frame: [Int16]) -> Double {
-        guard !frame.isEmpty else { return -120 }
-        let square = frame.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(frame.count)
-        return square > 0 ? max(-120, 10 * log10(square / (32768.0 * 32768.0))) : -120
     }
 }

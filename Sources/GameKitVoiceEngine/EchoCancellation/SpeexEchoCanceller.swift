@@ -107,7 +107,7 @@ public final class SpeexEchoCanceller: EchoCanceller {
     private func gateNoiseSuppression(_ near: [Int16], far: [Int16]) {
         guard noiseSuppression, let gate = noiseGateDecibels else { return }
         noiseFloor.add(near)
-        if !farHeard, NoiseFloorTracker.level(far) > -50 { farHeard = true }
+        if !farHeard, LevelMeter.level(of: far) > -50 { farHeard = true }
         let echo = farHeard && startupSuppressor?.release != .noEcho
         let floor = noiseFloor.floorDecibels ?? -120
         let noise = isDenoising ? floor >= gate - Self.noiseGateHysteresisDecibels : floor >= gate
