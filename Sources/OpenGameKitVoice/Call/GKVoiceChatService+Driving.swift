@@ -40,8 +40,6 @@ extension GKVoiceChatService {
     struct Media {
         var engine: VoiceEngine
         var loop: AudioLoop
-        var capture: AudioCaptureDevice
-        var playback: AudioPlaybackDevice
     }
 
     /// Runs one machine step under the lock, then its actions. `then`, if given, runs under the
@@ -145,8 +143,10 @@ extension GKVoiceChatService {
             case .useClientPath:
                 self.useClientPath(generation: generation)
             case .startMedia:
-                // Opening audio devices blocks (a PulseAudio connection): not on an event loop.
-                DispatchQueue.global().async {
+                // Opening audio devices blocks (a PulseAudio connection): on a thread of its own,
+                // neither an event loop nor a worker of a shared pool (Dispatch's, which Swift
+                // concurrency's tasks run on too).
+                Thread.detachNewThread {
                     if self.prepareMedia(generation: generation) {
                         self.perform(ifCurrent: generation) { machine, _ in machine.audioReady() }
                     }
@@ -323,7 +323,7 @@ extension GKVoiceChatService {
         let loop = AudioLoop(engine: engine, capture: devices.0, playback: devices.1)
         let current = self.lock.withLock {
             guard self.state.generation == generation else { return false }
-            self.state.media = Media(engine: engine, loop: loop, capture: devices.0, playback: devices.1)
+            self.state.media = Media(engine: engine, loop: loop)
             return true
         }
         guard current else {
@@ -337,14 +337,6 @@ extension GKVoiceChatService {
     /// Closes what an ended chat held (taken from the state in the step that ended it).
     private func tearDown(_ released: Released) {
         released.connection?.close()
-        if let media = released.media {
-            media.loop.stop()
-            // The loop may be blocked in a device read: closing the devices ends it.
-            DispatchQueue.global().async {
-                media.capture.close()
-                media.loop.wait()
-                media.playback.close()
-            }
-        }
+        released.media?.loop.shutDown()
     }
 }

@@ -70,8 +70,6 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
     private struct Media {
         var engine: GroupVoiceEngine
         var loop: AudioLoop
-        var capture: AudioCaptureDevice
-        var playback: AudioPlaybackDevice
         var generation: Int
     }
 
@@ -168,7 +166,7 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
             guard state.media == nil else { return nil }
             state.generation += 1
             engine.isMicrophoneMuted = state.muted
-            state.media = Media(engine: engine, loop: loop, capture: devices.0, playback: devices.1, generation: state.generation)
+            state.media = Media(engine: engine, loop: loop, generation: state.generation)
             state.watch = Task { [weak self] in
                 for await change in changes {
                     guard let self, let peer = UInt32(change.peerID) else { return }
@@ -183,12 +181,8 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
             return
         }
         configuration.logger.debug("group voice started", metadata: ["session": "\(self.session.peerID ?? "")"])
-        loop.start()
+        loop.start { [weak self] failure in self?.audioEnded(failure, generation: generation) }
         self.apply(effects)
-        DispatchQueue.global().async { [weak self] in
-            let failure = loop.wait()
-            self?.audioEnded(failure, generation: generation)
-        }
     }
 
     /// Leaves the call: tells the participants, closes the devices. Stopping a chat that is not
@@ -219,13 +213,7 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
     }
 
     private static func close(_ media: Media) {
-        media.loop.stop()
-        // The loop may be blocked in a device read: closing the capture device ends it.
-        DispatchQueue.global().async {
-            media.capture.close()
-            media.loop.wait()
-            media.playback.close()
-        }
+        media.loop.shutDown()
     }
 
     // MARK: - Participants, controls and meters
