@@ -1,3 +1,4 @@
+import Foundation
 import GameKitVoiceEngine
 import Testing
 import VoiceTestSupport
@@ -76,5 +77,63 @@ struct DoubleTalkTests {
         let result = try EchoMeasurement.run(canceller: canceller, far: far, near: near)
         #expect(canceller.startupSuppressor?.release == .converged)
         #expect(result.erleFirst3sDecibels >= 15)
+        #expect(!canceller.isBypassed && !canceller.echoAppeared, "an echo path never bypasses the canceller")
+    }
+
+    /// The canceller's output, frame by frame, for a microphone and a far end; the frame at
+    /// which it was first bypassed, and the one at which an echo ended the bypass.
+    static func cancel(_ canceller: SpeexEchoCanceller, near: [Int16], far: [Int16]) throws -> (output: [[Int16]], bypassedAt: Int?, echoAt: Int?) {
+        let nearFrames = VoiceTestSupport.frames(near, size: 320)
+        let farFrames = VoiceTestSupport.frames(far, size: 320)
+        var output: [[Int16]] = []
+        var (bypassedAt, echoAt): (Int?, Int?) = (nil, nil)
+        for index in 0..<min(nearFrames.count, farFrames.count) {
+            output.append(try canceller.process(near: nearFrames[index], far: farFrames[index]))
+            if canceller.isBypassed, bypassedAt == nil { bypassedAt = index }
+            if canceller.echoAppeared, echoAt == nil { echoAt = index }
+        }
+        return (output, bypassedAt, echoAt)
+    }
+
+    @Test("Without an echo path the canceller steps aside: from the detector's verdict on, what goes out is the microphone, bit for bit")
+    func noEchoBypassesTheCanceller() throws {
+        let far = try VoiceTestSupport.speech()
+        let near = Array(far.reversed())  // a near talker over the far end all along
+        let nearFrames = VoiceTestSupport.frames(near, size: 320)
+        let bypassed = try Self.cancel(SpeexEchoCanceller(), near: near, far: far)
+        let verdict = try #require(bypassed.bypassedAt, "never bypassed")
+        #expect(verdict < 150, "within 3 s")
+        #expect(bypassed.echoAt == nil)
+        let after = verdict + 1..<bypassed.output.count
+        #expect(after.allSatisfy { bypassed.output[$0] == nearFrames[$0] })
+        // Control: without the bypass, speex (its filter adapting on the near talker, its residual
+        // echo suppressor) changes those frames.
+        let kept = try Self.cancel(SpeexEchoCanceller(bypassesWithoutEcho: false), near: near, far: far)
+        #expect(kept.bypassedAt == nil)
+        #expect(after.filter { kept.output[$0] != nearFrames[$0] }.count > after.count / 2)
+    }
+
+    @Test("An echo that appears while the canceller is bypassed (a speaker in the headset's place) ends the bypass, and speex cancels it")
+    func anEchoEndsTheBypass() throws {
+        let speech = try VoiceTestSupport.speech()
+        let far = speech + speech + speech
+        let rate = VoiceFormat.sampleRate
+        // No echo path for the first 6 s, then the benchmark's room.
+        let switchSample = 6 * rate
+        let echo = Self.echo(of: far)
+        let microphone = far.indices.map { $0 < switchSample ? Int16(0) : echo[$0] }
+        let canceller = try SpeexEchoCanceller()
+        let run = try Self.cancel(canceller, near: microphone, far: far)
+        let bypassedAt = try #require(run.bypassedAt)
+        #expect(bypassedAt < switchSample / 320)
+        let echoAt = try #require(run.echoAt, "the echo never ended the bypass")
+        #expect(echoAt > switchSample / 320)
+        #expect(!canceller.isBypassed)
+        // The last 4 s: speex removes the echo (the room's steady ERLE is over 35 dB).
+        func energy(_ frames: [[Int16]]) -> Double { frames.joined().reduce(0.0) { $0 + Double($1) * Double($1) } }
+        let micTail = energy(Array(VoiceTestSupport.frames(microphone, size: 320).suffix(200)))
+        let outTail = energy(Array(run.output.suffix(200)))
+        let erle = 10 * log10(micTail / max(outTail, 1))
+        #expect(erle > 20, "ERLE \(erle) dB")
     }
 }

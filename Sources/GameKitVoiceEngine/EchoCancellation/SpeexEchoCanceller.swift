@@ -4,6 +4,14 @@ import CSpeexDSP
 /// suppression and noise suppression), on 20 ms frames at 16 kHz, and, until its filter has
 /// converged, a ``StartupEchoSuppressor``.
 ///
+/// Once the start-up suppressor's detector has found that the microphone hears no echo (a
+/// headset, WAV files), the canceller is bypassed: the microphone goes out as it came (denoised
+/// where there is noise), since a filter adapting on a near talker over an uncorrelated far end
+/// and the residual echo suppressor that trusts it cost a near talker about 1 PESQ-WB point
+/// whenever both talk. Speex still runs beside it, and takes over for the rest of the call if it
+/// starts removing an echo (``bypassEndDecibels`` over ``bypassEndFrames`` far-end frames in a
+/// row: a speaker took the headset's place).
+///
 /// The noise suppressor runs only while there is noise or echo to suppress: while the
 /// microphone's noise floor (``NoiseFloorTracker``, the quietest frames of the last 3 s) is at or
 /// above ``noiseGateDecibels`` (off again 6 dB below), or once the far end has been heard unless
@@ -28,6 +36,18 @@ public final class SpeexEchoCanceller: EchoCanceller {
     private let noiseSuppression: Bool
     /// The far end has been heard (a frame above −50 dBFS): there may be echo.
     private var farHeard = false
+    /// Whether the canceller steps aside when the microphone hears no echo.
+    public let bypassesWithoutEcho: Bool
+    /// Whether the microphone goes out as it came now (no echo to cancel).
+    public private(set) var isBypassed = false
+    /// Whether an echo ended a bypass (the canceller stays on from then on).
+    public private(set) var echoAppeared = false
+    /// The echo speex must remove while bypassed, over far-end frames, to end the bypass.
+    public static let bypassEndDecibels = 10.0
+    /// How many far-end frames in a row must show it.
+    public static let bypassEndFrames = 25
+    private var removal = EchoRemovalWatch()
+    private var preprocessHasEchoState = true
     /// Below the gate by this much, the suppressor stops again.
     static let noiseGateHysteresisDecibels = 6.0
 
@@ -38,12 +58,14 @@ public final class SpeexEchoCanceller: EchoCanceller {
     /// `noiseGateDecibels` dBFS (nil: always). The residual echo
     /// suppressor removes at most `echoSuppressDecibels` of what the filter leaves while only the
     /// far end talks, and `echoSuppressActiveDecibels` while the near end talks too (speexdsp's
-    /// defaults: −40 and −15).
+    /// defaults: −40 and −15). `bypassesWithoutEcho`: the canceller steps aside once the
+    /// start-up suppressor's detector finds no echo (needs `startupSuppression`).
     public init(
         tailMilliseconds: Int = 200, frameMilliseconds: Int = 20, noiseSuppression: Bool = true, noiseSuppressDecibels: Int = -15,
         noiseGateDecibels: Double? = -60, echoSuppressDecibels: Int = -40, echoSuppressActiveDecibels: Int = -15,
-        startupSuppression: StartupEchoSuppressor? = StartupEchoSuppressor()
+        startupSuppression: StartupEchoSuppressor? = StartupEchoSuppressor(), bypassesWithoutEcho: Bool = true
     ) throws(VoiceEngineError) {
+        self.bypassesWithoutEcho = bypassesWithoutEcho
         guard frameMilliseconds == 10 || frameMilliseconds == 20 else { throw .invalidConfiguration("speex frames of \(frameMilliseconds) ms") }
         frameSize = VoiceFormat.samplesPer10ms * frameMilliseconds / 10
         self.noiseSuppression = noiseSuppression
@@ -95,11 +117,43 @@ public final class SpeexEchoCanceller: EchoCanceller {
             far.withUnsafeBufferPointer { farPointer in
                 output.withUnsafeMutableBufferPointer { out in
                     speex_echo_cancellation(echo, nearPointer.baseAddress, farPointer.baseAddress, out.baseAddress)
-                    _ = speex_preprocess_run(preprocess, out.baseAddress)
                 }
             }
         }
-        return startupSuppressor?.process(near: near, far: far, output: output) ?? output
+        if isBypassed {
+            // Speex keeps adapting beside the bypass; once it removes an echo, it takes over.
+            if LevelMeter.level(of: far) > -50,
+                removal.removes(Self.bypassEndDecibels, for: Self.bypassEndFrames, near: near, output: output)
+            {
+                isBypassed = false
+                echoAppeared = true
+                self.attachEchoState(true)
+            } else {
+                return self.bypass(near)
+            }
+        }
+        output.withUnsafeMutableBufferPointer { out in _ = speex_preprocess_run(preprocess, out.baseAddress) }
+        let result = startupSuppressor?.process(near: near, far: far, output: output) ?? output
+        if bypassesWithoutEcho, !echoAppeared, startupSuppressor?.release == .noEcho {
+            isBypassed = true
+            self.attachEchoState(false)
+        }
+        return result
+    }
+
+    /// The microphone as it came, denoised when the noise suppressor runs (with no residual echo
+    /// suppression: the preprocessor is detached from the echo state while bypassed).
+    private func bypass(_ near: [Int16]) -> [Int16] {
+        guard isDenoising else { return near }
+        var frame = near
+        frame.withUnsafeMutableBufferPointer { samples in _ = speex_preprocess_run(preprocess, samples.baseAddress) }
+        return frame
+    }
+
+    private func attachEchoState(_ attach: Bool) {
+        guard attach != preprocessHasEchoState else { return }
+        preprocessHasEchoState = attach
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, attach ? UnsafeMutableRawPointer(echo) : nil)
     }
 
     /// Follows the microphone's noise floor and the echo: the suppressor on at or above the gate

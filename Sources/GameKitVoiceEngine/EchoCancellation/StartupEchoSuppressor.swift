@@ -58,9 +58,7 @@ public struct StartupEchoSuppressor: Sendable {
     public private(set) var attenuatedFrames = 0
 
     private var farPeaks: [Int16] = []
-    private var micEnergy = 0.0
-    private var outputEnergy = 0.0
-    private var convergedRun = 0
+    private var removal = EchoRemovalWatch()
     private var gain = 1.0
 
     public init() {}
@@ -85,11 +83,7 @@ public struct StartupEchoSuppressor: Sendable {
         if release == nil && farActive && !nearTalks {
             target = pow(10, -attenuationDecibels / 20)
             // The canceller's own progress, over echo-only frames.
-            micEnergy = 0.9 * micEnergy + 0.1 * Self.energy(near)
-            outputEnergy = 0.9 * outputEnergy + 0.1 * Self.energy(output)
-            let removed = 10 * log10(max(micEnergy, 1) / max(outputEnergy, 1))
-            convergedRun = removed >= convergedDecibels ? convergedRun + 1 : 0
-            if convergedRun >= convergedFrames {
+            if removal.removes(convergedDecibels, for: convergedFrames, near: near, output: output) {
                 release = .converged
                 target = 1
             }
@@ -109,9 +103,5 @@ public struct StartupEchoSuppressor: Sendable {
 
     private static func peak(_ frame: [Int16]) -> Int16 {
         frame.reduce(Int16(0)) { max($0, $1 == .min ? .max : abs($1)) }
-    }
-
-    private static func energy(_ frame: [Int16]) -> Double {
-        frame.reduce(0) { $0 + Double($1) * Double($1) } / Double(max(1, frame.count))
     }
 }

@@ -66,6 +66,8 @@ struct VoiceBenchmark: ParsableCommand {
             ("webrtc-\(level)", { try WebRTCEchoCanceller(suppression: level) })
         }
         cancellers.append(("speex", { try SpeexEchoCanceller() }))
+        // Kept on where the microphone hears no echo: what the bypass gains a near talker.
+        cancellers.append(("speex-no-bypass", { try SpeexEchoCanceller(bypassesWithoutEcho: false) }))
         // Without the start-up suppressor: the library alone, for comparison.
         cancellers.append(("speex-alone", { try SpeexEchoCanceller(startupSuppression: nil) }))
         if quick { cancellers.removeAll { $0.0 != "speex" } }
