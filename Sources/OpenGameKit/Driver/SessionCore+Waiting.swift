@@ -48,34 +48,35 @@ extension SessionCore {
             }
             let outcome: WaitOutcome = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
-                    self.lock.lock()
-                    defer { self.lock.unlock() }
-                    if Task.isCancelled {
-                        continuation.resume(returning: .cancelled)
-                        return
-                    }
-                    guard self.phase != .closed else {
-                        continuation.resume(returning: .failed(SessionCore.closedError))
-                        return
-                    }
-                    do throws(GKSessionError) {
-                        let result = try step(&self.machine)
-                        self.flushLocked()
-                        switch result {
-                        case .done:
-                            continuation.resume(returning: .done)
-                        case _ where self.phase == .closed:
-                            continuation.resume(returning: .failed(SessionCore.closedError))
-                        case .waitForRoom(let links):
-                            self.waiters[id] = Waiter(links: links, peers: [], continuation: continuation)
-                        case .waitForConnection(let peers):
-                            self.waiters[id] = Waiter(links: [], peers: peers, continuation: continuation)
+                    // Resumed with the lock released, as every continuation here: the task's
+                    // cancellation handler (below) takes the lock while Swift holds the task's
+                    // status lock, and a resume waits for that status lock.
+                    let immediate = self.lock.withLock { () -> WaitOutcome? in
+                        if Task.isCancelled { return .cancelled }
+                        guard self.phase != .closed else { return .failed(SessionCore.closedError) }
+                        do throws(GKSessionError) {
+                            let result = try step(&self.machine)
+                            self.flushLocked()
+                            switch result {
+                            case .done:
+                                return .done
+                            case _ where self.phase == .closed:
+                                return .failed(SessionCore.closedError)
+                            case .waitForRoom(let links):
+                                self.waiters[id] = Waiter(links: links, peers: [], continuation: continuation)
+                                return nil
+                            case .waitForConnection(let peers):
+                                self.waiters[id] = Waiter(links: [], peers: peers, continuation: continuation)
+                                return nil
+                            }
+                        } catch {
+                            // What the step did before it threw is passed on now, not at the next cycle.
+                            self.flushLocked()
+                            return .failed(error)
                         }
-                    } catch {
-                        // What the step did before it threw is passed on now, not at the next cycle.
-                        self.flushLocked()
-                        continuation.resume(returning: .failed(error))
                     }
+                    self.resumeWokenWaiters()
+                    if let immediate { continuation.resume(returning: immediate) }
                 }
             } onCancel: {
                 let waiter = self.lock.withLock { self.waiters.removeValue(forKey: id) }
@@ -96,7 +97,8 @@ extension SessionCore {
         return keys.compactMap { self.waiters.removeValue(forKey: $0)?.continuation }
     }
 
-    /// Wakes the calls waiting for a connection that these notifications settle: a failed
+    /// Wakes (for ``resumeWokenWaiters()``, after the lock) the calls waiting for a connection
+    /// that these notifications settle: a failed
     /// attempt fails them with its error (wherever in the batch the failure is: the peer's
     /// state change may come first); any other change of the peer's state makes them look again.
     func resumeConnectionWaitersLocked(after notifications: [SessionNotification], failures: [UInt32: GKSessionError]) {
@@ -106,11 +108,22 @@ extension SessionCore {
         for (key, waiter) in self.waiters where !waiter.peers.isEmpty {
             if let failure = waiter.peers.lazy.compactMap({ failures[$0] }).first {
                 self.waiters[key] = nil
-                waiter.continuation.resume(returning: .failed(failure))
+                self.wokenWaiters.append((waiter.continuation, .failed(failure)))
             } else if !waiter.peers.isDisjoint(with: changed) {
                 self.waiters[key] = nil
-                waiter.continuation.resume(returning: .retry)
+                self.wokenWaiters.append((waiter.continuation, .retry))
             }
         }
+    }
+
+    /// Resumes the waiters a flush woke, with the lock released (call it after unlocking): a
+    /// waiting task's cancellation handler takes the lock while Swift holds that task's status
+    /// lock, which a resume waits for, so a resume under the lock could wait for ever.
+    func resumeWokenWaiters() {
+        let woken = self.lock.withLock { () -> [(CheckedContinuation<WaitOutcome, Never>, WaitOutcome)] in
+            defer { self.wokenWaiters = [] }
+            return self.wokenWaiters
+        }
+        for (continuation, outcome) in woken { continuation.resume(returning: outcome) }
     }
 }

@@ -50,6 +50,8 @@ final class SessionCore: @unchecked Sendable {
     /// changed only under `lock`.
     var waiters: [UInt64: Waiter] = [:]
     var nextWaiter: UInt64 = 0
+    /// Waiters a flush woke, resumed once the lock is released (``resumeWokenWaiters()``).
+    var wokenWaiters: [(CheckedContinuation<WaitOutcome, Never>, WaitOutcome)] = []
     /// Each peer's last failed connection attempt, for a wait that wakes after it (the reason
     /// is thrown rather than a bare "connection failed"); cleared when an awaited attempt starts.
     var lastFailures: [UInt32: GKSessionError] = [:]
@@ -107,6 +109,8 @@ final class SessionCore: @unchecked Sendable {
 
     /// Runs `body` on the machine under the lock, then hands on what it produced.
     func perform<Result>(_ body: (inout SessionMachine) throws(GKSessionError) -> Result) throws(GKSessionError) -> Result {
+        // Deferred in this order: the lock is released first, then the woken waiters resume.
+        defer { self.resumeWokenWaiters() }
         self.lock.lock()
         defer { self.lock.unlock() }
         let result: Result
@@ -319,6 +323,7 @@ final class SessionCore: @unchecked Sendable {
             codeWaiters = self.online.takeCodeWaiters()
             return (discovery, waiters)
         }
+        self.resumeWokenWaiters()
         for waiter in waiters { waiter.resume(returning: .failed(Self.closedError)) }
         for waiter in codeWaiters { waiter.resume(returning: .failure(Self.closedError)) }
         // The goodbyes first, links and advertisement at once: the program may exit as soon as

@@ -37,23 +37,23 @@ extension GKSession {
     /// access makes a new sequence; it ends when the session closes. Events wait in the sequence
     /// until read.
     public var peerChanges: AsyncStream<PeerChange> {
-        self.subscribe(\.peerChanges)
+        self.streams.peerChanges.makeStream()
     }
 
     /// Connection requests from now on (a Swift-only addition).
     public var connectionRequests: AsyncStream<ConnectionRequest> {
-        self.subscribe(\.connectionRequests)
+        self.streams.connectionRequests.makeStream()
     }
 
     /// Failed connection attempts from now on (a Swift-only addition).
     public var connectionFailures: AsyncStream<ConnectionFailure> {
-        self.subscribe(\.connectionFailures)
+        self.streams.connectionFailures.makeStream()
     }
 
     /// Data received from now on (a Swift-only addition). Every message waits in the sequence
     /// until read, so read it steadily.
     public var messages: AsyncStream<Message> {
-        self.subscribe(\.messages)
+        self.streams.messages.makeStream()
     }
 
     /// Connects to an available peer and returns once it is connected (a Swift-only addition;
@@ -116,79 +116,42 @@ extension GKSession {
         if !machine.opening([id]).isEmpty { return .waitForConnection([id]) }
         throw core.lastFailures[id] ?? .connectionFailure(.connectionFailedError, peer: id, name: machine.displayName(of: id))
     }
-
-    private func subscribe<Element>(_ list: WritableKeyPath<Subscribers, [UInt64: AsyncStream<Element>.Continuation]>) -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
-        let token = self.subscribers.withLockedValue { subscribers -> UInt64? in
-            guard !subscribers.finished else { return nil }
-            subscribers.nextToken += 1
-            subscribers[keyPath: list][subscribers.nextToken] = continuation
-            return subscribers.nextToken
-        }
-        guard let token else {
-            continuation.finish()
-            return stream
-        }
-        let box = self.subscribers
-        continuation.onTermination = { _ in
-            box.withLockedValue { $0.remove(token) }
-        }
-        return stream
-    }
 }
 
-/// The continuations of the session's async sequences.
-struct Subscribers {
-    var peerChanges: [UInt64: AsyncStream<GKSession.PeerChange>.Continuation] = [:]
-    var connectionRequests: [UInt64: AsyncStream<GKSession.ConnectionRequest>.Continuation] = [:]
-    var connectionFailures: [UInt64: AsyncStream<GKSession.ConnectionFailure>.Continuation] = [:]
-    var messages: [UInt64: AsyncStream<GKSession.Message>.Continuation] = [:]
-    var nextToken: UInt64 = 0
-    var finished = false
+/// The readers of the session's async sequences (``StreamSubscribers``: yielded to with no lock
+/// a reader's termination takes; the session's core lock, under which deliveries run, keeps them
+/// in order).
+struct SessionStreams: Sendable {
+    let peerChanges = StreamSubscribers<GKSession.PeerChange>()
+    let connectionRequests = StreamSubscribers<GKSession.ConnectionRequest>()
+    let connectionFailures = StreamSubscribers<GKSession.ConnectionFailure>()
+    let messages = StreamSubscribers<GKSession.Message>()
 
-    mutating func yield(_ notifications: [SessionNotification], _ context: SessionCore.DeliveryContext) {
+    func yield(_ notifications: [SessionNotification], _ context: SessionCore.DeliveryContext) {
         let names = context.names
         for notification in notifications {
             switch notification {
             case .peerChanged(let peer, let state) where !self.peerChanges.isEmpty:
-                let change = GKSession.PeerChange(peerID: String(peer), displayName: names[peer], state: state)
-                for continuation in self.peerChanges.values { continuation.yield(change) }
+                self.peerChanges.yield([GKSession.PeerChange(peerID: String(peer), displayName: names[peer], state: state)])
             case .connectionRequest(let peer) where !self.connectionRequests.isEmpty:
-                let request = GKSession.ConnectionRequest(peerID: String(peer), displayName: names[peer])
-                for continuation in self.connectionRequests.values { continuation.yield(request) }
+                self.connectionRequests.yield([GKSession.ConnectionRequest(peerID: String(peer), displayName: names[peer])])
             case .connectionFailed(let peer, let error) where !self.connectionFailures.isEmpty:
                 let failure = context.failures[peer] ?? GKSessionError(error)
-                for continuation in self.connectionFailures.values { continuation.yield(.init(peerID: String(peer), error: failure)) }
+                self.connectionFailures.yield([.init(peerID: String(peer), error: failure)])
             case .received(let buffer, let peer, let mode) where !self.messages.isEmpty:
                 let message = GKSession.Message(data: Data(buffer.readableBytesView), peerID: String(peer), mode: mode == .reliable ? .reliable : .unreliable)
-                for continuation in self.messages.values { continuation.yield(message) }
+                self.messages.yield([message])
             default:
                 break
             }
         }
     }
 
-    /// Forgets a subscriber (tokens are unique across the four lists).
-    mutating func remove(_ token: UInt64) {
-        self.peerChanges[token] = nil
-        self.connectionRequests[token] = nil
-        self.connectionFailures[token] = nil
-        self.messages[token] = nil
-    }
-
-    /// Marks the session closed and hands back every continuation, to be finished outside the
-    /// lock (finishing runs `onTermination`, which takes the lock).
-    mutating func close() -> [@Sendable () -> Void] {
-        var finishers: [@Sendable () -> Void] = []
-        finishers += self.peerChanges.values.map { continuation in { continuation.finish() } }
-        finishers += self.connectionRequests.values.map { continuation in { continuation.finish() } }
-        finishers += self.connectionFailures.values.map { continuation in { continuation.finish() } }
-        finishers += self.messages.values.map { continuation in { continuation.finish() } }
-        self = Subscribers(finished: true)
-        return finishers
-    }
-
-    init(finished: Bool = false) {
-        self.finished = finished
+    /// Ends every sequence (the session closed), and every later one.
+    func finish() {
+        self.peerChanges.finish()
+        self.connectionRequests.finish()
+        self.connectionFailures.finish()
+        self.messages.finish()
     }
 }

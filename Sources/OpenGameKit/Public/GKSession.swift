@@ -44,7 +44,7 @@ open class GKSession: NSObject, @unchecked Sendable {
 
     let core: SessionCore
     private let callbacks = NIOLockedValueBox(Callbacks())
-    let subscribers = NIOLockedValueBox(Subscribers())
+    let streams = SessionStreams()
 
     struct Callbacks {
         weak var delegate: (any GKSessionDelegate)?
@@ -217,7 +217,7 @@ open class GKSession: NSObject, @unchecked Sendable {
     /// cannot be used afterwards.
     public func close() async {
         await self.core.shutdown()
-        for finish in self.subscribers.withLockedValue({ $0.close() }) { finish() }
+        self.streams.finish()
     }
 
     // MARK: - Connecting
@@ -430,7 +430,7 @@ open class GKSession: NSObject, @unchecked Sendable {
     // MARK: - Delivery
 
     private func deliver(_ notifications: [SessionNotification], _ context: SessionCore.DeliveryContext) {
-        self.subscribers.withLockedValue { $0.yield(notifications, context) }
+        self.streams.yield(notifications, context)
         // Only a program that set a delegate or a data handler waits for this queue: one that
         // reads the async sequences alone is not told its queue does not run.
         let (queue, listening) = self.callbacks.withLockedValue { ($0.queue, $0.delegate != nil || $0.handler != nil || $0.closure != nil) }

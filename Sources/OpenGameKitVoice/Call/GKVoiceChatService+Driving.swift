@@ -75,7 +75,7 @@ extension GKVoiceChatService {
         for action in actions {
             let error = self.outcomeErrorLocked(action, generation: generation)
             errors.append(error)
-            resumptions += self.state.waiting.publishLocked(action, error: error, generation: generation)
+            resumptions += self.state.waiting.publishLocked(action, error: error, generation: generation, to: self.eventSubscribers)
         }
         var released: Released?
         if actions.contains(.tearDown) {

@@ -81,8 +81,6 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
         var watch: Task<Void, Never>?
         var muted = false
         var statistics = Statistics()
-        var subscribers: [UInt64: AsyncStream<Event>.Continuation] = [:]
-        var nextSubscriber: UInt64 = 0
     }
 
     /// The session whose members talk.
@@ -90,6 +88,8 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
     private let ownID: UInt32
     private let clock = MonotonicVoiceClock()
     private let state: NIOLockedValueBox<State>
+    /// The readers of ``events``, under a lock of their own (a reader's termination takes it).
+    private let subscribers = StreamSubscribers<Event>()
 
     /// A group chat for `session`'s members (not started).
     public init(session: GKSession, configuration: Configuration = Configuration()) {
@@ -100,10 +100,12 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
 
     deinit {
         // Released while running: the participants are told, as by stop().
-        let (media, effects) = self.state.withLockedValue { state -> (Media?, [GroupVoiceMembership.Effect]) in
-            state.watch?.cancel()
-            return (state.media, state.media == nil ? [] : state.membership.leave())
+        let (media, effects, watch) = self.state.withLockedValue { state -> (Media?, [GroupVoiceMembership.Effect], Task<Void, Never>?) in
+            (state.media, state.media == nil ? [] : state.membership.leave(), state.watch)
         }
+        // Cancelled with no lock held: cancelling runs the sequence's termination, which takes
+        // the session's.
+        watch?.cancel()
         guard let media else { return }
         for case .send(let message, let peers) in effects {
             try? self.session.send(message.encoded(), onChannel: SessionChannel.groupVoice, toPeers: peers, reliable: true)
@@ -192,14 +194,16 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
     }
 
     private func end(generation: Int?, error: GKVoiceChatServiceError?) {
-        let taken = self.state.withLockedValue { state -> (Media, [GroupVoiceMembership.Effect], Logger)? in
+        let taken = self.state.withLockedValue { state -> (Media, [GroupVoiceMembership.Effect], Logger, Task<Void, Never>?)? in
             guard let media = state.media, generation == nil || media.generation == generation else { return nil }
             state.media = nil
-            state.watch?.cancel()
-            state.watch = nil
-            return (media, state.membership.leave(), state.configuration.logger)
+            defer { state.watch = nil }
+            return (media, state.membership.leave(), state.configuration.logger, state.watch)
         }
-        guard let (media, effects, logger) = taken else { return }
+        guard let (media, effects, logger, watch) = taken else { return }
+        // Cancelled with no lock held: cancelling runs the peer changes' termination (a lock of
+        // the session's) on this thread while Swift holds the watching task's status lock.
+        watch?.cancel()
         self.session.setReceiver(forChannel: SessionChannel.groupVoice, nil)
         self.apply(effects, engine: media.engine)
         Self.close(media)
@@ -277,16 +281,7 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
     /// The call's events from now on, until the chat is released; each access is a sequence of
     /// its own.
     public var events: AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let token = self.state.withLockedValue { state in
-            defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLockedValue { $0.subscribers.removeValue(forKey: token) }
-        }
-        return stream
+        self.subscribers.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
     private var engine: GroupVoiceEngine? { self.state.withLockedValue { $0.media?.engine } }
@@ -380,16 +375,14 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
         self.emit(events, from: engine)
     }
 
-    /// Hands events to every subscriber, under the lock so that they keep the order the state
-    /// changed in (yielding never calls back); when `engine` is given, only while it is the
-    /// running one.
+    /// Hands events to every subscriber, under the chat's lock so that they keep the order the
+    /// state changed in (a reader's termination takes the subscribers' own lock, never this
+    /// one); when `engine` is given, only while it is the running one.
     private func emit(_ events: [Event], from engine: GroupVoiceEngine? = nil) {
         guard !events.isEmpty else { return }
         self.state.withLockedValue { state in
             if let engine, state.media?.engine !== engine { return }
-            for subscriber in state.subscribers.values {
-                for event in events { subscriber.yield(event) }
-            }
+            self.subscribers.yield(events)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import OpenGameKit
 
 extension GKVoiceChatService {
     /// What happened to a chat, as ``events`` gives it (a Swift-only addition). The client hears
@@ -21,12 +22,7 @@ extension GKVoiceChatService {
     /// Swift-only addition), in the order the service decided them. Each access makes a new
     /// sequence; events wait in it until read. Iterating ends when the reading task is cancelled.
     public var events: AsyncStream<Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Event.self)
-        let token = self.lock.withLock { self.state.waiting.subscribe(continuation) }
-        continuation.onTermination = { [weak self] _ in
-            self?.lock.withLock { self?.state.waiting.subscribers[token] = nil }
-        }
-        return stream
+        self.eventSubscribers.makeStream()
     }
 
     /// Invites `participantID` and returns once the chat has started: connected, with the audio
@@ -112,7 +108,6 @@ struct AsyncWaiting {
         var continuation: CheckedContinuation<Void, any Error>
     }
 
-    var subscribers: [UInt64: AsyncStream<GKVoiceChatService.Event>.Continuation] = [:]
     private var waiters: [UInt64: Waiter] = [:]
     /// Tokens of calls that have not parked yet, and whether their task was cancelled.
     private var unparked: [UInt64: Bool] = [:]
@@ -128,12 +123,6 @@ struct AsyncWaiting {
     /// Forgets a call that did not park (its step threw).
     mutating func discard(_ token: UInt64) {
         self.unparked[token] = nil
-    }
-
-    mutating func subscribe(_ continuation: AsyncStream<GKVoiceChatService.Event>.Continuation) -> UInt64 {
-        self.nextToken += 1
-        self.subscribers[self.nextToken] = continuation
-        return self.nextToken
     }
 
     /// Parks a waiting call; false if its task was cancelled already.
@@ -153,9 +142,12 @@ struct AsyncWaiting {
         return self.waiters.removeValue(forKey: token)
     }
 
-    /// Publishes an outcome of the chat of `generation` to the subscribers and hands back the
-    /// resumptions of the calls waiting for it (run them outside the lock).
-    mutating func publishLocked(_ action: VoiceCallMachine.Action, error: GKVoiceChatServiceError?, generation: Int) -> [() -> Void] {
+    /// Publishes an outcome of the chat of `generation` to `subscribers` (under the service's
+    /// lock, which keeps the machine's order; a reader's termination takes the subscribers' own)
+    /// and hands back the resumptions of the calls waiting for it (run them outside the lock).
+    mutating func publishLocked(
+        _ action: VoiceCallMachine.Action, error: GKVoiceChatServiceError?, generation: Int, to subscribers: StreamSubscribers<GKVoiceChatService.Event>
+    ) -> [() -> Void] {
         let event: GKVoiceChatService.Event
         let outcome: Result<Void, any Error>?
         switch action {
@@ -175,7 +167,7 @@ struct AsyncWaiting {
         default:
             return []
         }
-        for continuation in self.subscribers.values { continuation.yield(event) }
+        subscribers.yield([event])
         guard let outcome else { return [] }
         let resumed = self.waiters.filter { $0.value.generation == generation }
         for token in resumed.keys { self.waiters[token] = nil }

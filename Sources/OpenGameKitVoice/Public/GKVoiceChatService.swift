@@ -87,6 +87,8 @@ open class GKVoiceChatService: NSObject, @unchecked Sendable {
     let loop: EventLoop
     private let callbacks = NIOLockedValueBox(Callbacks())
     private let clientCalls = OrderedDelivery()
+    /// The readers of ``events``, under a lock of their own (a reader's termination takes it).
+    let eventSubscribers = StreamSubscribers<Event>()
 
     struct Callbacks {
         weak var client: (any GKVoiceChatClient)?
