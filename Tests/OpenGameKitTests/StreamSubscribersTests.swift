@@ -43,7 +43,7 @@ struct StreamSubscribersTests {
         #expect(await waitUntil(seconds: 10) { subscribers.isEmpty })
     }
 
-    /// Two threads of their own: one yields without pause, the other starts a reader task and
+    /// Two threads of their own: one yields every few microseconds, the other starts a reader task and
     /// cancels it, over and over, so that a cancellation (which runs the reader's termination
     /// with the task's status lock held) keeps meeting a yield that resumes the same task. With
     /// the yield made under the lock the termination takes, this stopped for good within the
@@ -58,6 +58,8 @@ struct StreamSubscribersTests {
             while !stop.withLockedValue({ $0 }) {
                 subscribers.yield([value])
                 value &+= 1
+                // A breath between yields: not a busy loop beside the other tests of the pass.
+                usleep(20)
             }
         }
         Thread.detachNewThread {
@@ -73,7 +75,7 @@ struct StreamSubscribersTests {
             }
             stop.withLockedValue { $0 = true }
         }
-        let finished = await waitUntil(seconds: 120) { rounds.withLockedValue { $0 } == 3000 }
+        let finished = await waitUntil(seconds: 240) { rounds.withLockedValue { $0 } == 3000 }
         stop.withLockedValue { $0 = true }
         #expect(finished, "stopped after \(rounds.withLockedValue { $0 }) rounds of 3000")
     }
