@@ -47,7 +47,6 @@ public final class SpeexEchoCanceller: EchoCanceller {
     /// How many far-end frames in a row must show it.
     public static let bypassEndFrames = 25
     private var removal = EchoRemovalWatch()
-    private var preprocessHasEchoState = true
     /// Below the gate by this much, the suppressor stops again.
     static let noiseGateHysteresisDecibels = 6.0
 
@@ -150,9 +149,8 @@ public final class SpeexEchoCanceller: EchoCanceller {
         return frame
     }
 
+    /// Called only where the bypass begins or ends: attached exactly while not bypassed.
     private func attachEchoState(_ attach: Bool) {
-        guard attach != preprocessHasEchoState else { return }
-        preprocessHasEchoState = attach
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, attach ? UnsafeMutableRawPointer(echo) : nil)
     }
 

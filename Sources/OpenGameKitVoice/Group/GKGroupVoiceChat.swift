@@ -111,7 +111,7 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
             try? self.session.send(message.encoded(), onChannel: SessionChannel.groupVoice, toPeers: peers, reliable: true)
         }
         self.session.setReceiver(forChannel: SessionChannel.groupVoice, nil)
-        Self.close(media)
+        media.loop.shutDown()
     }
 
     /// The options for the next start.
@@ -206,7 +206,7 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
         watch?.cancel()
         self.session.setReceiver(forChannel: SessionChannel.groupVoice, nil)
         self.apply(effects, engine: media.engine)
-        Self.close(media)
+        media.loop.shutDown()
         logger.debug("group voice stopped", metadata: ["error": "\(error.map { "\($0)" } ?? "none")"])
         self.emit([.stopped(error)])
     }
@@ -214,10 +214,6 @@ public final class GKGroupVoiceChat: @unchecked Sendable {
     private func audioEnded(_ failure: VoiceEngineError?, generation: Int) {
         guard let failure else { return }
         self.end(generation: generation, error: GKVoiceChatServiceError(.audioUnavailableError, "The audio devices failed: \(failure)", underlying: failure))
-    }
-
-    private static func close(_ media: Media) {
-        media.loop.shutDown()
     }
 
     // MARK: - Participants, controls and meters
