@@ -17,8 +17,11 @@ import Foundation
 /// With no echo path (a headset, WAV files) the canceller never removes anything, and Geigel's
 /// test takes a near talker quieter than the far end for echo: without more, the suppressor would
 /// cut whoever talks over a louder far end, all call long. So an ``EchoPresenceDetector`` watches
-/// the same frames, and once it finds that the microphone does not hear the far end the suppressor
-/// lets go too, for good (``release`` is ``Release/noEcho``). Sans-I/O and deterministic.
+/// the same frames. The suppressor holds nothing down until the microphone may hear the far end
+/// (``mayHearEcho``: the detector's correlation reached its no-echo threshold while the far end
+/// talked), so a near talker is never cut while the detector decides; once the detector finds
+/// that the microphone does not hear the far end, the suppressor lets go for good (``release`` is
+/// ``Release/noEcho``). Sans-I/O and deterministic.
 public struct StartupEchoSuppressor: Sendable {
     /// Why the suppressor stopped suppressing.
     public enum Release: Sendable, Hashable {
@@ -56,6 +59,10 @@ public struct StartupEchoSuppressor: Sendable {
     public private(set) var detector: EchoPresenceDetector?
     /// Frames attenuated so far.
     public private(set) var attenuatedFrames = 0
+    /// Whether the microphone may be hearing the loudspeaker: without a detector, always; with
+    /// one, from the first frame in which the far end talked and the correlation reached the
+    /// detector's no-echo threshold, until its verdict is "no echo".
+    public private(set) var mayHearEcho = false
 
     private var farPeaks: [Int16] = []
     private var removal = EchoRemovalWatch()
@@ -79,8 +86,14 @@ public struct StartupEchoSuppressor: Sendable {
         let farPeak = farPeaks.max() ?? 0
         let farActive = farPeak >= farActivityThreshold
         let nearTalks = Double(Self.peak(near)) > geigelRatio * Double(farPeak)
+        if let detector {
+            if farActive && detector.correlation >= detector.threshold { mayHearEcho = true }
+            if detector.noEcho { mayHearEcho = false }
+        } else {
+            mayHearEcho = true
+        }
         var target = 1.0
-        if release == nil && farActive && !nearTalks {
+        if release == nil && farActive && !nearTalks && mayHearEcho {
             target = pow(10, -attenuationDecibels / 20)
             // The canceller's own progress, over echo-only frames.
             if removal.removes(convergedDecibels, for: convergedFrames, near: near, output: output) {

@@ -1,13 +1,13 @@
 import Foundation
 import GameKitVoiceEngine
 
-/// Double talk at several points of a call: a second talker starts over the far end 1, 10 and
-/// 60 s in, for 5 s, with the benchmark's room as the echo path and with none (a headset, WAV
-/// files); scored is what the far end hears of the near talker meanwhile (PESQ-WB against the near
-/// talker alone), for each canceller.
+/// Double talk at several points of a call: a second talker starts over the far end 0 (both from
+/// the first word), 1, 10 and 60 s in, for 5 s, with the benchmark's room as the echo path and
+/// with none (a headset, WAV files); scored is what the far end hears of the near talker
+/// meanwhile (PESQ-WB against the near talker alone), for each canceller.
 enum DoubleTalkBenchmark {
     /// When the double talk starts, in seconds into the call.
-    static let seconds = [1, 10, 60]
+    static let seconds = [0, 1, 10, 60]
     /// Issue 29's target: each side hears the other at least this well while both talk.
     static let targetPESQ = 3.0
 
