@@ -28,6 +28,7 @@ struct OnlineSessionTests {
             rendezvous: "\(host):\(rendezvous.localAddress.port!)", room: room, alsoNearby: false, directPaths: directPaths)
         let session = GKSession(sessionID: id, displayName: name, sessionMode: mode, password: password, configuration: configuration)
         let recorder = SessionRecorder(session, answer: answer)
+        recorder.surroundings.withLockedValue { $0 = { "rendezvous \(rendezvous.statistics)" } }
         session.isAvailable = true
         return recorder
     }

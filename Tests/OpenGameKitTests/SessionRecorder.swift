@@ -35,6 +35,13 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     private let contexts = NIOLockedValueBox<[UnsafeMutableRawPointer?]>([])
     /// The words of the last failed connection with each peer (the delegate's error).
     let failureWords = NIOLockedValueBox<[String: String]>([:])
+    /// More state for a failed wait's message (for instance the rendezvous's statistics).
+    let surroundings = NIOLockedValueBox<(@Sendable () -> String)?>(nil)
+
+    /// Every live recorder by its session's peer ID: a failed wait for an event about a peer also
+    /// says what that peer heard and its counters (the other side of a failed connection).
+    private static let byPeer = NIOLockedValueBox<[String: WeakRecorder]>([:])
+    private struct WeakRecorder { weak var recorder: SessionRecorder? }
 
     init(_ session: GKSession, answer: Answer = .accept) {
         self.session = session
@@ -43,6 +50,12 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
         session.delegateQueue = self.queue
         session.delegate = self
         session.setDataReceiveHandler(self, withContext: self.context)
+        if let peerID = session.peerID {
+            Self.byPeer.withLockedValue { table in
+                table = table.filter { $0.value.recorder != nil }
+                table[peerID] = WeakRecorder(recorder: self)
+            }
+        }
     }
 
     var answer: Answer {
@@ -90,18 +103,23 @@ final class SessionRecorder: GKSessionDelegate, GKSessionDataReceiveHandler, @un
     /// Waits (bounded: a broken run cannot hang the suite) until `condition` holds for what was
     /// heard; returns whether it did.
     @discardableResult
-    func wait(seconds: Double = 20, until condition: ([Heard]) -> Bool) async -> Bool {
+    func wait(seconds: Double = 20, about peer: String? = nil, until condition: ([Heard]) -> Bool) async -> Bool {
         if await waitUntil(seconds: seconds, every: .milliseconds(10), { condition(self.events) }) { return true }
-        // A failed wait says what was heard instead, so a flaky run can be read afterwards.
-        let line = "\(self.session.displayName!) (\(self.session.peerID!)) waited \(seconds) s in vain; it heard \(self.events); \(self.diagnostics)\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        // A failed wait says what was heard instead, and what the peer it was about heard, so a
+        // flaky run can be read afterwards.
+        var line = "\(self.session.displayName!) (\(self.session.peerID!)) waited \(seconds) s in vain; it heard \(self.events); \(self.diagnostics)"
+        if let peer, let other = Self.byPeer.withLockedValue({ $0[peer]?.recorder }), other !== self {
+            line += "\n  its peer \(other.session.displayName!) (\(peer)) heard \(other.events); \(other.diagnostics)"
+        }
+        if let surroundings = self.surroundings.withLockedValue({ $0 }) { line += "\n  \(surroundings())" }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
         return false
     }
 
     /// Waits until `event` has been heard.
     @discardableResult
     func wait(for event: Heard, seconds: Double = 20) async -> Bool {
-        await self.wait(seconds: seconds) { $0.contains(event) }
+        await self.wait(seconds: seconds, about: event.peer) { $0.contains(event) }
     }
 
     /// Waits until `peer` is seen available.
