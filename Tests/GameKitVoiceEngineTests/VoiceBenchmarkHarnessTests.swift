@@ -10,7 +10,7 @@ import Testing
 struct VoiceBenchmarkHarnessTests {
     static let qualityFields = [
         "work", "impl", "seeds", "pesq_wb", "pesq_wb_min", "pesq_wb_max", "stoi", "stoi_min", "stoi_max", "kbps", "kbps_min", "kbps_max",
-        "loss_pct", "delay_ms", "pesq_unscored",
+        "loss_pct", "delay_ms", "pesq_unscored", "stoi_global", "delay_spread_ms",
     ]
     static let comparisonFields = [
         "pesq_wb_ratio_vs_baseline", "pesq_wb_gain_vs_baseline", "pesq_wb_gain_vs_fec_reference", "pesq_wb_gain_at_reference_rate",
@@ -28,7 +28,10 @@ struct VoiceBenchmarkHarnessTests {
     static func isSTOI(_ value: Any?) -> Bool { (value as? Double).map { (0.0...1.0).contains($0) } ?? false }
 
     @Test func theQuickRunMakesEveryKindOfRowWithEveryField() async throws {
-        let result = try await SandboxScript.run("gk-bench voice --quick --json 2>/dev/null; echo \"X {\\\"exit\\\":$?}\"", timeout: 900)
+        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-kept-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: kept) }
+        let result = try await SandboxScript.run(
+            "gk-bench voice --quick --json --keep-audio \(kept) 2>/dev/null; echo \"X {\\\"exit\\\":$?}\"", timeout: 900)
         #expect(result.objects(tagged: "X").first?["exit"] as? Int == 0, "\(result.lines.suffix(5))")
         // Every line of standard output is a JSON object (the table goes to standard error).
         let output = result.lines.filter { !$0.hasPrefix("X ") && !$0.isEmpty }
@@ -81,5 +84,19 @@ struct VoiceBenchmarkHarnessTests {
         // One talks, the others listen.
         #expect(group["participants"] as? Int == 2 && group["listeners"] as? Int == 1 && group["listeners_unscored"] as? Int == 0, "\(group)")
         #expect(Self.isPESQ(group["pesq_wb"]), "\(group)")
+
+        // --keep-audio kept every scored pair: both quick conditions' five variants, each a
+        // reference and what was played.
+        let files = try FileManager.default.contentsOfDirectory(atPath: kept)
+        for work in ["clean", "loss10"] {
+            #expect(files.filter { $0.hasPrefix("\(work)-") && $0.hasSuffix("-deg.wav") }.count == 5, "\(work): \(files.sorted())")
+            #expect(files.filter { $0.hasPrefix("\(work)-") && $0.hasSuffix("-ref.wav") }.count == 5, "\(work): \(files.sorted())")
+        }
+    }
+
+    @Test func anUnknownConditionIsRefusedByName() async throws {
+        let result = try await SandboxScript.run("gk-bench voice --quick --condition loss99 2>&1; echo \"X {\\\"exit\\\":$?}\"", timeout: 60)
+        #expect(result.objects(tagged: "X").first?["exit"] as? Int != 0)
+        #expect(result.lines.contains { $0.contains("--condition loss99: no such condition") }, "\(result.lines)")
     }
 }

@@ -4,9 +4,18 @@
     python voice_quality.py REFERENCE.wav DEGRADED.wav [REFERENCE.wav DEGRADED.wav ...] [--max-delay-ms 2000]
 
 Both files are 16 kHz mono 16-bit. Prints one JSON object per pair, one per line, in order:
-pesq_wb, stoi, delay_ms (how much later the degraded signal starts), correlation (normalised
-peak, 0..1). PESQ is null when the library refuses the pair (for instance no speech detected in
-the degraded file). Several pairs in one run save the interpreter's start for each.
+pesq_wb, stoi, stoi_global, delay_ms (how much later the degraded signal starts), delay_spread_ms,
+correlation (normalised peak, 0..1). PESQ is null when the library refuses the pair (for instance
+no speech detected in the degraded file). Several pairs in one run save the interpreter's start
+for each.
+
+PESQ aligns each utterance itself (P.862's time alignment); STOI does not, and a receiver whose
+playout delay moves during the call (an adaptive jitter buffer that stretches and shrinks) is
+misaligned by tens of milliseconds in parts of it under one global alignment, which STOI counts
+as lost intelligibility. So `stoi` is computed after aligning each utterance of the reference
+(runs of 20 ms frames above -45 dBFS, gaps under 150 ms bridged) on its own, within 300 ms of the
+global lag; `stoi_global` is STOI under the global alignment alone, and `delay_spread_ms` how far
+the utterances' lags spread. A pipeline with a constant delay scores the same both ways.
 """
 import json
 import sys
@@ -56,22 +65,80 @@ def main():
         print(json.dumps(score(read(args[index]), read(args[index + 1]), max_delay_ms)), flush=True)
 
 
+FRAME = RATE // 50  # 20 ms
+UTTERANCE_LEVEL_DB = -45.0
+UTTERANCE_GAP_FRAMES = 150 // 20
+UTTERANCE_SEARCH = 300 * RATE // 1000
+UTTERANCE_MARGIN = 100 * RATE // 1000
+
+
+def utterances(ref):
+    """(start, end) sample ranges of the reference's speech: frames above the level, short gaps bridged."""
+    frames = len(ref) // FRAME
+    if frames == 0:
+        return []
+    power = (ref[:frames * FRAME].reshape(frames, FRAME) ** 2).mean(axis=1)
+    active = 10 * np.log10(np.maximum(power, 1e-12)) > UTTERANCE_LEVEL_DB
+    spans, index = [], 0
+    while index < frames:
+        if not active[index]:
+            index += 1
+            continue
+        end = index
+        while end < frames and active[end:end + UTTERANCE_GAP_FRAMES + 1].any():
+            end += 1
+        spans.append((index * FRAME, end * FRAME))
+        index = end
+    return spans
+
+
+def aligned_per_utterance(ref, deg, lag):
+    """`deg` rebuilt on the reference's time line, each utterance (with a margin) taken at its own
+    best lag within UTTERANCE_SEARCH of `lag`; silence elsewhere. Returns it and the lags' spread."""
+    out = np.zeros(len(ref))
+    lags = []
+    for start, end in utterances(ref):
+        a, b = max(0, start - UTTERANCE_MARGIN), min(len(ref), end + UTTERANCE_MARGIN)
+        segment = ref[a:b]
+        lo = max(0, a + lag - UTTERANCE_SEARCH)
+        hi = min(len(deg), b + lag + UTTERANCE_SEARCH)
+        window = deg[lo:hi]
+        if len(window) < len(segment):
+            continue
+        n = 1
+        while n < len(window) + len(segment):
+            n *= 2
+        corr = np.fft.irfft(np.fft.rfft(window, n) * np.conj(np.fft.rfft(segment, n)), n)[:len(window) - len(segment) + 1]
+        best = lo + int(np.argmax(corr))
+        lags.append(best - a)
+        out[a:b] = deg[best:best + (b - a)]
+    spread = (max(lags) - min(lags)) * 1000.0 / RATE if lags else 0.0
+    return out, spread
+
+
 def score(ref, deg, max_delay_ms):
     lag, correlation = align(ref, deg, max_delay_ms * RATE // 1000)
     if lag >= 0:
-        deg = deg[lag:]
+        shifted = deg[lag:]
     else:
-        deg = np.concatenate([np.zeros(-lag), deg])
-    length = min(len(ref), len(deg))
-    ref, deg = ref[:length], deg[:length]
+        shifted = np.concatenate([np.zeros(-lag), deg])
+    length = min(len(ref), len(shifted))
+    ref_cut, shifted = ref[:length], shifted[:length]
     try:
-        pesq_wb = float(pesq(RATE, ref, deg, "wb"))
+        pesq_wb = float(pesq(RATE, ref_cut, shifted, "wb"))
     except Exception:  # the library's own errors (no utterances found and the like)
         pesq_wb = None
+    stoi_global = float(stoi(ref_cut, shifted, RATE, extended=False))
+    # Per utterance (a reference with no speech keeps the global figure).
+    padded = deg if lag >= 0 else np.concatenate([np.zeros(-lag), deg])
+    per_utterance, spread = aligned_per_utterance(ref, padded, max(lag, 0))
+    stoi_aligned = float(stoi(ref, per_utterance, RATE, extended=False)) if utterances(ref) else stoi_global
     return {
         "pesq_wb": pesq_wb,
-        "stoi": float(stoi(ref, deg, RATE, extended=False)),
+        "stoi": stoi_aligned,
+        "stoi_global": stoi_global,
         "delay_ms": lag * 1000.0 / RATE,
+        "delay_spread_ms": spread,
         "correlation": correlation,
     }
 

@@ -41,7 +41,16 @@ public enum VoiceTestSupport {
         return String(decoding: data, as: UTF8.self)
     }
 
-    public struct Quality { public var pesq: Double?; public var stoi: Double; public var delayMilliseconds: Double }
+    public struct Quality {
+        public var pesq: Double?
+        /// STOI with each utterance aligned on its own.
+        public var stoi: Double
+        /// STOI under one global alignment.
+        public var stoiGlobal: Double
+        public var delayMilliseconds: Double
+        /// How far the utterances' alignments spread, in ms.
+        public var delaySpreadMilliseconds: Double
+    }
 
     /// PESQ-WB and STOI of `degraded` against `reference` (Tests/Peers/voice_quality.py in the
     /// peers' venv, which scripts/test sets up).
@@ -55,7 +64,9 @@ public enum VoiceTestSupport {
         guard let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
             let stoi = object["stoi"] as? Double
         else { throw VoiceEngineError.device("voice_quality.py gave \(output)") }
-        return Quality(pesq: object["pesq_wb"] as? Double, stoi: stoi, delayMilliseconds: object["delay_ms"] as? Double ?? 0)
+        return Quality(
+            pesq: object["pesq_wb"] as? Double, stoi: stoi, stoiGlobal: object["stoi_global"] as? Double ?? stoi,
+            delayMilliseconds: object["delay_ms"] as? Double ?? 0, delaySpreadMilliseconds: object["delay_spread_ms"] as? Double ?? 0)
     }
 
     /// Level in dB of a signal (mean square relative to a full-scale sine, as the meter).

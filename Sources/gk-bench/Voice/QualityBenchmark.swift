@@ -78,6 +78,9 @@ enum QualityBenchmark {
         if let rate = variant.rate { row["rate_kbps"] = Double(rate) / 1000 }
         Self.summarise(scores.map(\.pesq), as: "pesq_wb", into: &row)
         Self.summarise(scores.map(\.stoi), as: "stoi", into: &row)
+        // Under one global alignment only (a playout delay that moved costs STOI there).
+        row["stoi_global"] = Percentiles(scores.map(\.stoiGlobal)).value(at: 0.5)
+        row["delay_spread_ms"] = Percentiles(scores.map(\.delaySpreadMilliseconds)).value(at: 0.5)
         Self.summarise(kilobits, as: "kbps", into: &row)
         row["loss_pct"] = Percentiles(losses).value(at: 0.5)
         row["delay_ms"] = Percentiles(scores.map(\.delayMilliseconds)).value(at: 0.5)

@@ -5,7 +5,10 @@ import GameKitVoiceEngine
 /// PESQ-WB and STOI through Tests/Peers/voice_quality.py.
 struct SpeechQuality {
     let python: String
+    /// Where the pairs are written for the script.
     let workspace: String
+    /// Whether the pairs stay there after scoring (`gk-bench voice --keep-audio`).
+    var keepsFiles = false
 
     struct Score {
         /// PESQ-WB; 1.0, the scale's floor, when PESQ could not score the signal (it found no
@@ -14,8 +17,14 @@ struct SpeechQuality {
         var pesq: Double
         /// Whether PESQ scored it (false: `pesq` is the floor).
         var pesqScored: Bool
+        /// STOI with each utterance aligned on its own (a playout delay that moves is not lost
+        /// intelligibility).
         var stoi: Double
+        /// STOI under the one global alignment.
+        var stoiGlobal: Double
         var delayMilliseconds: Double
+        /// How far the utterances' own alignments spread, in ms.
+        var delaySpreadMilliseconds: Double
     }
 
     /// One pair to score; `name` names its files.
@@ -42,7 +51,9 @@ struct SpeechQuality {
             arguments += [referencePath, degradedPath]
         }
         defer {
-            for path in arguments.dropFirst() { try? FileManager.default.removeItem(atPath: path) }
+            if !self.keepsFiles {
+                for path in arguments.dropFirst() { try? FileManager.default.removeItem(atPath: path) }
+            }
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
@@ -60,7 +71,9 @@ struct SpeechQuality {
                 let stoi = object["stoi"] as? Double
             else { throw ValidationError("voice_quality.py gave no STOI for \(pair.name): \(line)") }
             let pesq = object["pesq_wb"] as? Double
-            return Score(pesq: pesq ?? 1, pesqScored: pesq != nil, stoi: stoi, delayMilliseconds: object["delay_ms"] as? Double ?? 0)
+            return Score(
+                pesq: pesq ?? 1, pesqScored: pesq != nil, stoi: stoi, stoiGlobal: object["stoi_global"] as? Double ?? stoi,
+                delayMilliseconds: object["delay_ms"] as? Double ?? 0, delaySpreadMilliseconds: object["delay_spread_ms"] as? Double ?? 0)
         }
     }
 }

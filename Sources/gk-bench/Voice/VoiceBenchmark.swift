@@ -35,11 +35,21 @@ struct VoiceBenchmark: ParsableCommand {
     @Flag(help: "Skip the PulseAudio mouth-to-ear measurements.")
     var skipPulse = false
 
+    @Option(help: "Quality conditions to run (repeatable; default: every one): \(QualityBenchmark.conditions.map(\.work).joined(separator: ", ")).")
+    var condition: [String] = []
+
+    @Option(help: "A directory to keep every scored pair in (<row>-<seed>-ref.wav and -deg.wav), to listen to or score again.")
+    var keepAudio: String?
+
     @Option(name: .customLong("group"), help: "Group call sizes to measure (rows group-N; group-2, a two-party call through the same pipeline, is the anchor).")
     var groupSizes: [Int] = [2, 4, 8]
 
     func validate() throws {
         guard (1...50).contains(seeds) else { throw ValidationError("--seeds takes 1 to 50") }
+        let known = Set(QualityBenchmark.conditions.map(\.work))
+        if let unknown = condition.first(where: { !known.contains($0) }) {
+            throw ValidationError("--condition \(unknown): no such condition (\(known.sorted().joined(separator: ", ")))")
+        }
         guard groupSizes.allSatisfy({ (2...GroupVoiceEngine.maximumParticipants + 1).contains($0) }) else {
             throw ValidationError("--group takes call sizes from 2 to \(GroupVoiceEngine.maximumParticipants + 1)")
         }
@@ -52,11 +62,13 @@ struct VoiceBenchmark: ParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: workspace) }
         let referencePath = try reference ?? Self.makeReference(in: workspace, name: "far.wav", long: !quick)
         let speech = try WAVFile.read(path: referencePath)
-        let quality = SpeechQuality(python: python, workspace: workspace)
+        if let keepAudio { try FileManager.default.createDirectory(atPath: keepAudio, withIntermediateDirectories: true) }
+        let quality = SpeechQuality(python: python, workspace: keepAudio ?? workspace, keepsFiles: keepAudio != nil)
         var rows: [[String: Any]] = []
 
         let seedList = (0..<UInt64(quick ? 1 : seeds)).map { seed &+ $0 }
-        let conditions = quick ? QualityBenchmark.conditions.filter { ["clean", "loss10"].contains($0.work) } : QualityBenchmark.conditions
+        var conditions = quick ? QualityBenchmark.conditions.filter { ["clean", "loss10"].contains($0.work) } : QualityBenchmark.conditions
+        if !condition.isEmpty { conditions = conditions.filter { condition.contains($0.work) } }
         rows += try QualityBenchmark.rows(speech: speech, quality: quality, seeds: seedList, conditions: conditions)
 
         // Echo cancellation: far end = the reference speech, near end = a second talker.
