@@ -30,6 +30,16 @@ struct SpeechScoringTests {
         #expect(quality.stoi > 0.99, "\(quality)")
     }
 
+    /// A call shorter than the speech (the NAT tests record 10 s of a longer reference) is scored
+    /// over what it covers, both ways: the per-utterance figure counted the uncovered rest as
+    /// lost at first (the client-channel NAT call, 2.5 s of set-up: 0.50 against the test's 0.6).
+    @Test func aRecordingThatEndsEarlyIsScoredOverWhatItCovers() throws {
+        let speech = try VoiceTestSupport.speech()
+        let quality = try VoiceTestSupport.quality(
+            reference: speech, degraded: Array(Self.delayed(speech, lead: 640, moved: 0).prefix(speech.count * 6 / 10)))
+        #expect(quality.stoi > 0.99 && abs(quality.stoi - quality.stoiGlobal) < 0.001, "\(quality)")
+    }
+
     @Test func aPlayoutDelayThatMovesCostsNoIntelligibility() throws {
         let speech = try VoiceTestSupport.speech()
         // 40 ms, then 30 ms more from the middle on: what an adaptive buffer that grew does.

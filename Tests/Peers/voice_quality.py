@@ -14,8 +14,10 @@ playout delay moves during the call (an adaptive jitter buffer that stretches an
 misaligned by tens of milliseconds in parts of it under one global alignment, which STOI counts
 as lost intelligibility. So `stoi` is computed after aligning each utterance of the reference
 (runs of 20 ms frames above -45 dBFS, gaps under 150 ms bridged) on its own, within 300 ms of the
-global lag; `stoi_global` is STOI under the global alignment alone, and `delay_spread_ms` how far
-the utterances' lags spread. A pipeline with a constant delay scores the same both ways.
+global lag, over the same stretch of the reference as the global figure (a recording that ends
+early is scored over what it covers); `stoi_global` is STOI under the global alignment alone, and
+`delay_spread_ms` how far the utterances' lags spread. A pipeline with a constant delay scores
+the same both ways.
 """
 import json
 import sys
@@ -104,6 +106,9 @@ def aligned_per_utterance(ref, deg, lag):
         hi = min(len(deg), b + lag + UTTERANCE_SEARCH)
         window = deg[lo:hi]
         if len(window) < len(segment):
+            # The recording ends within this utterance's search: the global lag, as far as it goes.
+            piece = deg[a + lag:b + lag]
+            out[a:a + len(piece)] = piece
             continue
         n = 1
         while n < len(window) + len(segment):
@@ -129,10 +134,11 @@ def score(ref, deg, max_delay_ms):
     except Exception:  # the library's own errors (no utterances found and the like)
         pesq_wb = None
     stoi_global = float(stoi(ref_cut, shifted, RATE, extended=False))
-    # Per utterance (a reference with no speech keeps the global figure).
+    # Per utterance, over the same stretch of the reference as the global figure (a recording that
+    # ends early is scored over what it covers); a reference with no speech keeps the global figure.
     padded = deg if lag >= 0 else np.concatenate([np.zeros(-lag), deg])
-    per_utterance, spread = aligned_per_utterance(ref, padded, max(lag, 0))
-    stoi_aligned = float(stoi(ref, per_utterance, RATE, extended=False)) if utterances(ref) else stoi_global
+    per_utterance, spread = aligned_per_utterance(ref_cut, padded, max(lag, 0))
+    stoi_aligned = float(stoi(ref_cut, per_utterance, RATE, extended=False)) if utterances(ref_cut) else stoi_global
     return {
         "pesq_wb": pesq_wb,
         "stoi": stoi_aligned,
