@@ -94,12 +94,13 @@ def utterances(ref):
     return spans
 
 
-def aligned_per_utterance(ref, deg, lag):
-    """`deg` rebuilt on the reference's time line, each utterance (with a margin) taken at its own
-    best lag within UTTERANCE_SEARCH of `lag`; silence elsewhere. Returns it and the lags' spread."""
+def aligned_per_utterance(ref, deg, lag, spans):
+    """`deg` rebuilt on the reference's time line, each utterance of `spans` (with a margin) taken
+    at its own best lag within UTTERANCE_SEARCH of `lag`; silence elsewhere. Returns it and the
+    lags' spread."""
     out = np.zeros(len(ref))
     lags = []
-    for start, end in utterances(ref):
+    for start, end in spans:
         a, b = max(0, start - UTTERANCE_MARGIN), min(len(ref), end + UTTERANCE_MARGIN)
         segment = ref[a:b]
         lo = max(0, a + lag - UTTERANCE_SEARCH)
@@ -123,10 +124,10 @@ def aligned_per_utterance(ref, deg, lag):
 
 def score(ref, deg, max_delay_ms):
     lag, correlation = align(ref, deg, max_delay_ms * RATE // 1000)
-    if lag >= 0:
-        shifted = deg[lag:]
-    else:
-        shifted = np.concatenate([np.zeros(-lag), deg])
+    # A degraded signal that starts early gets silence in front, and then starts at 0.
+    padded = deg if lag >= 0 else np.concatenate([np.zeros(-lag), deg])
+    start = max(lag, 0)
+    shifted = padded[start:]
     length = min(len(ref), len(shifted))
     ref_cut, shifted = ref[:length], shifted[:length]
     try:
@@ -136,9 +137,9 @@ def score(ref, deg, max_delay_ms):
     stoi_global = float(stoi(ref_cut, shifted, RATE, extended=False))
     # Per utterance, over the same stretch of the reference as the global figure (a recording that
     # ends early is scored over what it covers); a reference with no speech keeps the global figure.
-    padded = deg if lag >= 0 else np.concatenate([np.zeros(-lag), deg])
-    per_utterance, spread = aligned_per_utterance(ref_cut, padded, max(lag, 0))
-    stoi_aligned = float(stoi(ref_cut, per_utterance, RATE, extended=False)) if utterances(ref_cut) else stoi_global
+    spans = utterances(ref_cut)
+    per_utterance, spread = aligned_per_utterance(ref_cut, padded, start, spans)
+    stoi_aligned = float(stoi(ref_cut, per_utterance, RATE, extended=False)) if spans else stoi_global
     return {
         "pesq_wb": pesq_wb,
         "stoi": stoi_aligned,
