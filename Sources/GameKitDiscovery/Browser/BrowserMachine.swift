@@ -341,9 +341,11 @@ struct BrowserMachine: Sendable {
 
     /// The instance if its SRV, TXT and at least one address are in the cache.
     private func resolveInstance(_ name: DNSName, type: ServiceType, now: NIODeadline) -> ServiceInstance? {
-        guard let srv = self.cache.live(name: name, type: .srv, now: now).max(by: { $0.received < $1.received }),
+        // Where old and new data coexist (the old lingers a second after a cache-flush), the new.
+        let newest = { (lhs: RecordCache.Entry, rhs: RecordCache.Entry) in (lhs.firstReceived, lhs.received) < (rhs.firstReceived, rhs.received) }
+        guard let srv = self.cache.live(name: name, type: .srv, now: now).max(by: newest),
             case .srv(_, _, let port, let target) = srv.record.data,
-            let txtEntry = self.cache.live(name: name, type: .txt, now: now).max(by: { $0.received < $1.received }),
+            let txtEntry = self.cache.live(name: name, type: .txt, now: now).max(by: newest),
             case .txt(let strings) = txtEntry.record.data
         else { return nil }
         var addresses: [ScopedAddress] = []

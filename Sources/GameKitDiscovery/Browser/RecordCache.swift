@@ -9,7 +9,10 @@ import NIOCore
 /// ignored: a responder sends nothing for a record after its goodbye (it probes first when it
 /// comes back, which takes longer than the second), so such a copy is one sent before the goodbye
 /// and read after it, on the other address family's socket. A record with the cache-flush bit set makes older records of its
-/// name and type on that interface expire one second later (§10.2). For records the browser
+/// name and type on that interface expire one second later (§10.2); while such a flushed record
+/// lingers, a copy of it is ignored in the same way (it was sent before the record that replaced
+/// it), and where records of one name and type coexist, the one first heard last is current
+/// (``Entry/firstReceived``), so that a late copy of the old data cannot displace the new. For records the browser
 /// cares about, the cache knows the refresh points at 80, 85, 90 and 95 % of the TTL (plus up to
 /// 2 % random, §5.2), and counts queries that went unanswered: the browser's own (§10.4) and
 /// other hosts' (§10.5). A record two such queries did not bring back is flushed early.
@@ -24,9 +27,15 @@ struct RecordCache: Sendable {
         var record: DNSResourceRecord
         var interfaceIndex: Int
         var received: NIODeadline
+        /// When this data was first heard (refreshes keep it): of records of one name and type,
+        /// the one first heard last is the current one.
+        var firstReceived: NIODeadline
         var expires: NIODeadline
         /// A goodbye was heard: the entry goes when `expires` passes and counts as gone now.
         var isGoodbye: Bool
+        /// A newer record of its name and type with the cache-flush bit retired it (§10.2): it
+        /// goes when `expires` passes, and copies of it heard meanwhile are ignored.
+        var isFlushed = false
         /// The refresh points not yet passed, earliest first.
         var refreshPoints: [NIODeadline]
         /// When queries that this record answers were sent or seen without it among their
@@ -111,7 +120,9 @@ struct RecordCache: Sendable {
         // A goodbye's lingering second: a copy sent before it, read after it, brings nothing back
         // (seen: a goodbye read on the IPv4 socket, then an answer sent just before it on the
         // IPv6 socket, then the IPv6 goodbye, and the peer was lost, found and lost again).
-        if let entry = self.entries[key], entry.isGoodbye, entry.expires > now { return .ignored }
+        // The same for a record a newer one flushed (seen: a TXT update, then the old TXT's copy
+        // from the other family's socket, read after it, and the browser reported the old one).
+        if let entry = self.entries[key], entry.isGoodbye || entry.isFlushed, entry.expires > now { return .ignored }
         if record.cacheFlush {
             // §10.2: other records of this name and type from more than a second ago go too.
             for otherKey in self.index[NameAndType(name: record.name, type: record.type)] ?? [] {
@@ -120,6 +131,7 @@ struct RecordCache: Sendable {
                 else { continue }
                 other.expires = now + Self.lingering
                 other.refreshPoints = []
+                other.isFlushed = true
                 self.store(other, at: otherKey)
             }
         }
@@ -130,7 +142,10 @@ struct RecordCache: Sendable {
             let jittered = fraction + random.fraction() * 0.02
             return now + .nanoseconds(Int64(Double(ttl.nanoseconds) * jittered))
         }
-        self.store(Entry(record: stored, interfaceIndex: interfaceIndex, received: now, expires: now + ttl, isGoodbye: false, refreshPoints: points), at: key)
+        let firstReceived = self.entries[key].flatMap { $0.isGoodbye || $0.isFlushed ? nil : $0.firstReceived } ?? now
+        self.store(
+            Entry(record: stored, interfaceIndex: interfaceIndex, received: now, firstReceived: firstReceived, expires: now + ttl, isGoodbye: false, refreshPoints: points),
+            at: key)
         self.index[NameAndType(name: record.name, type: record.type), default: []].insert(key)
         return existed ? .refreshed : .added
     }
