@@ -23,6 +23,10 @@ struct VoiceBenchmarkHarnessTests {
         "participants", "pesq_wb", "pesq_wb_mean", "listeners", "listeners_unscored", "cpu_pct", "cpu_pct_one_talker", "ratio_vs_target",
         "kbps", "mouth_to_ear_ms_p50", "mouth_to_ear_ms_p95",
     ]
+    static let realCallFields = [
+        "calls", "calls_failed", "pesq_wb", "pesq_wb_min", "pesq_wb_max", "stoi", "stoi_min", "stoi_max", "kbps", "kbps_min", "kbps_max",
+        "loss_pct", "pesq_unscored", "pesq_wb_vs_simulated", "target",
+    ]
 
     static func isPESQ(_ value: Any?) -> Bool { (value as? Double).map { (1.0...4.65).contains($0) } ?? false }
     static func isSTOI(_ value: Any?) -> Bool { (value as? Double).map { (0.0...1.0).contains($0) } ?? false }
@@ -62,6 +66,27 @@ struct VoiceBenchmarkHarnessTests {
         #expect(["met", "missed"].contains(lossy["pesq_target"] as? String ?? ""), "\(lossy)")
         #expect(["met", "missed"].contains(lossy["stoi_target"] as? String ?? ""), "\(lossy)")
 
+        // A real call at 10 % loss (two gk-voice processes, the kernel dropping media) beside the
+        // simulated engine on the same speech; the rule dropped some of what it counted.
+        let call = try #require(rows.first { $0["impl"] as? String == "opengamekit-real-call" }, "\(rows)")
+        for field in Self.realCallFields { #expect(call[field] != nil, "the real call lacks \(field): \(call)") }
+        #expect(call["work"] as? String == "loss10" && call["calls"] as? Int == 1 && call["calls_failed"] as? Int == 0, "\(call)")
+        #expect(Self.isPESQ(call["pesq_wb"]) && Self.isSTOI(call["stoi"]) && (call["kbps"] as? Double ?? 0) > 0, "\(call)")
+        #expect((call["loss_pct"] as? Double).map { $0 > 0 && $0 < 30 } == true, "\(call)")
+        #expect(["met", "missed"].contains(call["target"] as? String ?? ""), "\(call)")
+        let simulated = try #require(rows.first { $0["impl"] as? String == "opengamekit-simulated" }, "\(rows)")
+        #expect(simulated["work"] as? String == "loss10" && Self.isPESQ(simulated["pesq_wb"]) && simulated["simulation_seeds"] as? Int == 1, "\(simulated)")
+
+        // Noise: stationary and babble at 10 and 0 dB SNR, the noise suppressor on and off.
+        let noise = rows.filter { $0["work"] as? String == "noise" }
+        var settings: Set<String> = []
+        for row in noise {
+            settings.insert("\(row["noise"] ?? "?") \(row["snr_db"] ?? "?") \(row["noise_suppressor"] ?? "?")")
+            #expect(Self.isPESQ(row["pesq_wb"]) && Self.isPESQ(row["pesq_wb_min"]) && Self.isSTOI(row["stoi"]) && Self.isSTOI(row["stoi_max"]), "\(row)")
+        }
+        #expect(settings == Set(["stationary", "babble"].flatMap { kind in [10, 0].flatMap { snr in ["on", "off"].map { "\(kind) \(snr) \($0)" } } }))
+        #expect(noise.count == 8)
+
         // Echo cancellation and double talk (the speex canceller), with and without an echo path.
         let echo = try #require(rows.first { $0["work"] as? String == "echo" && $0["impl"] as? String == "speex" }, "\(rows)")
         for field in Self.echoFields { #expect(echo[field] is Double, "echo lacks \(field)") }
@@ -84,6 +109,10 @@ struct VoiceBenchmarkHarnessTests {
         // One talks, the others listen.
         #expect(group["participants"] as? Int == 2 && group["listeners"] as? Int == 1 && group["listeners_unscored"] as? Int == 0, "\(group)")
         #expect(Self.isPESQ(group["pesq_wb"]), "\(group)")
+        // Beside it, the same call without an echo canceller: what the default one costs.
+        #expect(Self.isPESQ(group["pesq_wb_without_canceller"]) && group["canceller_cost"] is Double, "\(group)")
+        let cost = try #require(rows.first { $0["work"] as? String == "group-2" && $0["impl"] as? String == "ratio" }, "\(rows)")
+        #expect(["met", "missed"].contains(cost["canceller_cost_target"] as? String ?? ""), "\(cost)")
 
         // --keep-audio kept every scored pair: both quick conditions' five variants, each a
         // reference and what was played.

@@ -48,6 +48,8 @@ public final class GroupVoiceEngine: @unchecked Sendable {
         /// Audio packets made (each goes to every participant) and reports sent.
         public var packetsSent = 0
         public var reportsSent = 0
+        /// The audio packets' bytes (once per packet made, however many it goes to).
+        public var bytesSent = 0
         /// Packets that could not be read, and packets from someone not in the call.
         public var rejectedPackets = 0
         public var unknownParticipantPackets = 0
@@ -190,6 +192,7 @@ public final class GroupVoiceEngine: @unchecked Sendable {
         locked {
             var snapshot = statistics
             snapshot.packetsSent = sender.packetsSent
+            snapshot.bytesSent = sender.bytesSent
             snapshot.expectedLossPercent = sender.expectedLossPercent
             snapshot.burstCover = sender.burstCover
             snapshot.packetsWithCopies = sender.packetsWithCopies

@@ -34,6 +34,8 @@ public final class VoiceEngine: @unchecked Sendable {
     public struct Statistics: Sendable, Hashable {
         public var packetsSent = 0
         public var reportsSent = 0
+        /// The audio packets' bytes (headers, frames and copies; no transport overhead).
+        public var bytesSent = 0
         public var packetsReceived = 0
         public var reportsReceived = 0
         public var rejectedPackets = 0
@@ -87,6 +89,7 @@ public final class VoiceEngine: @unchecked Sendable {
         let remote = all.participants[Self.remote] ?? GroupVoiceEngine.ParticipantStatistics()
         var snapshot = Statistics()
         snapshot.packetsSent = all.packetsSent
+        snapshot.bytesSent = all.bytesSent
         snapshot.reportsSent = all.reportsSent
         snapshot.packetsReceived = remote.packetsReceived
         snapshot.reportsReceived = remote.reportsReceived

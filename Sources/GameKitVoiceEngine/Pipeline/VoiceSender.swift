@@ -28,6 +28,8 @@ public final class VoiceSender {
     /// Packets made, and frames DTX left unsent.
     public private(set) var packetsSent = 0
     public private(set) var framesSuppressed = 0
+    /// The bytes of the packets made (headers, frames and copies; no transport overhead).
+    public private(set) var bytesSent = 0
     /// Packets that carried copies of earlier frames.
     public private(set) var packetsWithCopies = 0
     /// How many frames back packets cover now (0: no copies; the receiver's last ask, when
@@ -79,7 +81,9 @@ public final class VoiceSender {
             : .redundantAudio(sequence: sequence, timestamp: timestamp, muted: isMuted, payload: payload, earlier: earlier)
         sequence &+= 1
         packetsSent += 1
-        return packet.encoded()
+        let bytes = packet.encoded()
+        bytesSent += bytes.count
+        return bytes
     }
 
     /// Takes a receiver report: the encoder plans for the highest loss of the recent reports, up

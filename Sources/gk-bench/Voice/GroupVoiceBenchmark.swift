@@ -11,6 +11,9 @@ import VoiceSimulation
 ///   loudspeaker (the mix of everyone else) against the speech; the lowest listener's score
 ///   (`pesq_wb_mean` the mean), to set beside the two-party `clean` row. A listener PESQ cannot
 ///   score (it heard no speech) counts as 1.0, the floor; `listeners_unscored` says how many.
+/// - `pesq_wb_without_canceller` (`group-2` only): the same call with no echo canceller
+///   (`EchoCancellerKind.none`), and `canceller_cost`, what the default canceller takes from
+///   clean speech with no echo to cancel (the target: below ``cancellerCostTarget``).
 /// - `cpu_pct`: everyone talks at once (the speech, each from another offset), the worst case
 ///   for decoding; the process's CPU time ÷ N ÷ the audio's duration: one participant's share of
 ///   one core, against the 5 % (`ratio_vs_target`). `cpu_pct_one_talker` is the same
@@ -21,6 +24,8 @@ import VoiceSimulation
 enum GroupVoiceBenchmark {
     /// The ceiling on one participant's share of a core, in percent.
     static let cpuTargetPercent = 5.0
+    /// The most PESQ-WB the default echo canceller may take from clean speech.
+    static let cancellerCostTarget = 0.05
 
     /// `pairLatency`: the `mouth-to-ear` row already measured (two engines, the same pipeline as
     /// `group-2`), which `group-2` takes instead of measuring again.
@@ -39,6 +44,15 @@ enum GroupVoiceBenchmark {
                 if !score.pesqScored { unscored += 1 }
             }
             let cpu = try Self.cpuRun(participants: count, speech: speech, seed: seed)
+            var cost: [String: Any] = [:]
+            if count == 2 {
+                var configuration = VoiceEngine.Configuration()
+                configuration.echoCanceller = .none
+                let plain = try Self.qualityRun(participants: 2, speech: speech, seed: seed, configuration: configuration)
+                let score = try quality.measure(reference: speech, degraded: plain.played[0], name: "group2-no-canceller")
+                cost["pesq_wb_without_canceller"] = score.pesq
+                if let with = scores.first { cost["canceller_cost"] = score.pesq - with }
+            }
             var row: [String: Any] = [
                 "work": "group-\(count)", "impl": "opengamekit", "participants": count,
                 "pesq_wb": scores.min() ?? NSNull(), "pesq_wb_mean": scores.isEmpty ? NSNull() : scores.reduce(0, +) / Double(scores.count),
@@ -47,6 +61,7 @@ enum GroupVoiceBenchmark {
                 "kbps": listening.talkerKilobitsPerSecond,
                 "mouth_to_ear_ms_p50": NSNull(), "mouth_to_ear_ms_p95": NSNull(),
             ]
+            row.merge(cost) { $1 }
             if let chirps {
                 let latency = try count == 2 && pairLatency != nil
                     ? pairLatency!
@@ -78,8 +93,10 @@ enum GroupVoiceBenchmark {
 
     /// Participant 1 talks; every other's loudspeaker, the CPU share, and the talker's upstream
     /// bit rate (every copy it sent).
-    static func qualityRun(participants count: Int, speech: [Int16], seed: UInt64) throws -> (played: [[Int16]], cpuPercent: Double, talkerKilobitsPerSecond: Double) {
-        let call = try GroupVoiceSimulation(participants: count, seed: seed)
+    static func qualityRun(
+        participants count: Int, speech: [Int16], seed: UInt64, configuration: VoiceEngine.Configuration = VoiceEngine.Configuration()
+    ) throws -> (played: [[Int16]], cpuPercent: Double, talkerKilobitsPerSecond: Double) {
+        let call = try GroupVoiceSimulation(participants: count, seed: seed, configuration: configuration)
         let silence = [Int16](repeating: 0, count: VoiceFormat.standard.samplesPerFrame)
         var played = Array(repeating: [Int16](), count: count - 1)
         let frames = Self.frames(of: speech)

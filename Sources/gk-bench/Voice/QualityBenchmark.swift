@@ -66,12 +66,14 @@ enum QualityBenchmark {
         var pairs: [SpeechQuality.Pair] = []
         var losses: [Double] = []
         var kilobits: [Double] = []
+        var receiver: [String: [Double]] = [:]
         for seed in seeds {
             let simulation = VoiceStreamSimulation(pipeline: variant.pipeline, impairment: profile, seed: seed, rate: variant.rate)
-            let (played, loss, rate) = try simulation.run(speech: speech)
-            pairs.append(.init(reference: speech, degraded: played, name: "\(work)-\(variant.impl)-\(seed)"))
-            losses.append(loss)
-            kilobits.append(rate)
+            let outcome = try simulation.run(speech: speech)
+            pairs.append(.init(reference: speech, degraded: outcome.played, name: "\(work)-\(variant.impl)-\(seed)"))
+            losses.append(outcome.lossPercent)
+            kilobits.append(outcome.kilobitsPerSecond)
+            for (key, value) in outcome.receiver { receiver[key, default: []].append(value) }
         }
         let scores = try quality.measure(pairs)
         var row: [String: Any] = ["work": work, "impl": variant.impl, "seeds": seeds.count]
@@ -85,6 +87,7 @@ enum QualityBenchmark {
         row["loss_pct"] = Percentiles(losses).value(at: 0.5)
         row["delay_ms"] = Percentiles(scores.map(\.delayMilliseconds)).value(at: 0.5)
         row["pesq_unscored"] = scores.filter { !$0.pesqScored }.count
+        for (key, values) in receiver { row[key] = Percentiles(values).value(at: 0.5) }
         return row
     }
 

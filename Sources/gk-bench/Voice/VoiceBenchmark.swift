@@ -41,11 +41,15 @@ struct VoiceBenchmark: ParsableCommand {
     @Option(help: "A directory to keep every scored pair in (<row>-<seed>-ref.wav and -deg.wav), to listen to or score again.")
     var keepAudio: String?
 
+    @Option(help: "Real calls per condition (two gk-voice processes, kernel loss on the media; 0: none). --quick makes one, at 10 % loss.")
+    var realCalls = 5
+
     @Option(name: .customLong("group"), help: "Group call sizes to measure (rows group-N; group-2, a two-party call through the same pipeline, is the anchor).")
     var groupSizes: [Int] = [2, 4, 8]
 
     func validate() throws {
         guard (1...50).contains(seeds) else { throw ValidationError("--seeds takes 1 to 50") }
+        guard (0...50).contains(realCalls) else { throw ValidationError("--real-calls takes 0 to 50") }
         let known = Set(QualityBenchmark.conditions.map(\.work))
         if let unknown = condition.first(where: { !known.contains($0) }) {
             throw ValidationError("--condition \(unknown): no such condition (\(known.sorted().joined(separator: ", ")))")
@@ -70,6 +74,15 @@ struct VoiceBenchmark: ParsableCommand {
         var conditions = quick ? QualityBenchmark.conditions.filter { ["clean", "loss10"].contains($0.work) } : QualityBenchmark.conditions
         if !condition.isEmpty { conditions = conditions.filter { condition.contains($0.work) } }
         rows += try QualityBenchmark.rows(speech: speech, quality: quality, seeds: seedList, conditions: conditions)
+
+        // Real calls, on the short speech (each call lasts as long as it), beside the simulation.
+        let calls = quick ? min(realCalls, 1) : realCalls
+        if calls > 0 {
+            let short = try quick ? referencePath : Self.makeReference(in: workspace, name: "call.wav", long: false)
+            rows += try RealCallBenchmark.rows(
+                calls: calls, only: quick ? ["loss10"] : condition, speechPath: short, quality: quality, python: python,
+                workspace: workspace, firstSeed: seed)
+        }
 
         // Echo cancellation: far end = the reference speech, near end = a second talker.
         let nearPath = try Self.makeReference(in: workspace, name: "near.wav", long: false, secondTalker: true)
@@ -96,6 +109,8 @@ struct VoiceBenchmark: ParsableCommand {
                 "dt_atten_db_at_1s": early.doubleTalkAttenuationDecibels, "dt_pesq_wb_at_1s": earlyScore.pesq,
             ])
         }
+
+        rows += try NoiseBenchmark.rows(speech: speech, quality: quality, seeds: seedList, workspace: workspace)
 
         rows += try DoubleTalkBenchmark.rows(
             cancellers: cancellers, far: speech, near: near, quality: quality, seconds: quick ? [1] : DoubleTalkBenchmark.seconds)
@@ -163,7 +178,9 @@ struct VoiceBenchmark: ParsableCommand {
         }
         var table = "work      impl              loss%   PESQ-WB  STOI   kbit/s | echo: ERLE 3s  steady  DT atten  DT PESQ  at 1 s | cpu%  m2e p50/p95 ms\n"
         for row in rows {
-            guard row["work"] as? String != "double-talk", !QualityBenchmark.isQualityRow(row) else {
+            guard !["double-talk", "noise"].contains(row["work"] as? String ?? ""), !QualityBenchmark.isQualityRow(row),
+                ![RealCallBenchmark.impl, RealCallBenchmark.simulatedImpl].contains(row["impl"] as? String ?? "")
+            else {
                 if json { emitJSONLine(row) }
                 continue
             }
@@ -175,12 +192,22 @@ struct VoiceBenchmark: ParsableCommand {
             if json { emitJSONLine(row) }
         }
         table += DoubleTalkBenchmark.table(rows)
+        table += NoiseBenchmark.table(rows)
         let (qualityTable, comparisons) = QualityBenchmark.table(rows)
-        table = qualityTable + table
+        table = qualityTable + RealCallBenchmark.table(rows) + table
         if json { comparisons.forEach(emitJSONLine) }
         // Group calls: one participant's CPU against the 5 % target; quality and latency against
         // a two-party call through the same pipeline (group-2).
         let pair = rows.first { $0["work"] as? String == "group-2" }
+        if let pair, let cost = pair["canceller_cost"] as? Double, let with = pair["pesq_wb"] as? Double,
+            let without = pair["pesq_wb_without_canceller"] as? Double
+        {
+            let met = cost < GroupVoiceBenchmark.cancellerCostTarget
+            table += "  -> group-2, clean speech: PESQ-WB \(String(format: "%.2f", with)) with the default echo canceller, "
+            table += "\(String(format: "%.2f", without)) without (cost \(String(format: "%.2f", cost)); target below "
+            table += "\(String(format: "%.2f", GroupVoiceBenchmark.cancellerCostTarget))): \(met ? "met" : "missed")\n"
+            if json { emitJSONLine(["work": "group-2", "impl": "ratio", "canceller_cost": cost, "canceller_cost_target": met ? "met" : "missed"]) }
+        }
         for row in rows where (row["work"] as? String)?.hasPrefix("group-") == true && row["work"] as? String != "group-2" {
             guard let work = row["work"] as? String, let cpu = row["cpu_pct"] as? Double else { continue }
             table += "  -> \(work): \(String(format: "%.2f", cpu)) % of a core per participant, all talking (×\(String(format: "%.2f", cpu / GroupVoiceBenchmark.cpuTargetPercent)) of the 5 % target)"

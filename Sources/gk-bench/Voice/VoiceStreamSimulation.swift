@@ -37,9 +37,21 @@ struct VoiceStreamSimulation {
         self.rate = rate
     }
 
-    /// The played signal (as long as the speech plus a second to drain), the measured loss, and
-    /// the voice packets' bit rate (their bytes, no transport overhead).
-    func run(speech: [Int16]) throws -> (played: [Int16], lossPercent: Double, kilobitsPerSecond: Double) {
+    /// What a run gave.
+    struct Outcome {
+        /// The played signal (as long as the speech plus a second to drain).
+        var played: [Int16]
+        /// The measured loss.
+        var lossPercent: Double
+        /// The voice packets' bit rate (their bytes, no transport overhead).
+        var kilobitsPerSecond: Double
+        /// What the receiver did with what arrived, in % of the frames it played (as the real
+        /// calls' rows report it): `concealed_pct`, `late_pct`, `fec_pct`, `copies_pct`,
+        /// `stretched_pct`; and `target_delay_ms`, its jitter buffer's target at the end.
+        var receiver: [String: Double]
+    }
+
+    func run(speech: [Int16]) throws -> Outcome {
         var opus = OpusSettings()
         var jitter = JitterBuffer.Configuration()
         switch pipeline {
@@ -99,6 +111,15 @@ struct VoiceStreamSimulation {
         let stats = network.statistics
         let loss = stats.submitted > 0 ? Double(stats.dropped) * 100 / Double(stats.submitted) : 0
         let seconds = Double(frames * format.frameMilliseconds) / 1000
-        return (played, loss, Double(sentBytes) * 8 / seconds / 1000)
+        let jitterStatistics = receiver.jitterStatistics, counts = receiver.statistics
+        let playedFrames = Double(max(1, jitterStatistics.played))
+        func share(_ count: Int) -> Double { Double(count) * 100 / playedFrames }
+        let shares: [String: Double] = [
+            "concealed_pct": share(jitterStatistics.concealed), "late_pct": share(jitterStatistics.late),
+            "fec_pct": share(jitterStatistics.recoveredByFEC), "copies_pct": share(jitterStatistics.recoveredByCopy),
+            "stretched_pct": share(counts.accelerated + counts.expanded),
+            "target_delay_ms": Double(receiver.targetDelayMilliseconds),
+        ]
+        return Outcome(played: played, lossPercent: loss, kilobitsPerSecond: Double(sentBytes) * 8 / seconds / 1000, receiver: shares)
     }
 }

@@ -8,7 +8,10 @@ import NetworkImpairment
 /// `gk-voice call`: a voice chat without a screen, over a rendezvous server (for tests and the
 /// benchmark across NATs). Prints one JSON object per line: chat events, `first_audio` (ms from
 /// the invitation to the first media packet), and a closing `summary` (with `path_ms`, from the
-/// invitation to the moment a path was chosen and the audio ran).
+/// invitation to the moment a path was chosen and the audio ran; `bytes_sent`, the voice packets'
+/// bytes, and `sending_seconds`, from the first packet sent to the hang-up, for the call's rate;
+/// what its jitter buffer did with what arrived: frames played and concealed, late packets,
+/// frames recovered by FEC and by copies, frames time-stretched, its target delay).
 struct CallCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "call", abstract: "A voice chat through a rendezvous server, no screen (JSON lines out).")
@@ -58,9 +61,11 @@ struct CallCommand: ParsableCommand {
         var statistics = service.engineStatistics
         var path = "none"
         var pathMilliseconds: Double?
+        var firstSent: Date?
         while Date() < end && TerminationSignals.received == nil {
             let current = service.engineStatistics
             if let current { statistics = current }
+            if firstSent == nil, (current?.packetsSent ?? 0) > 0 { firstSent = Date() }
             if let chosen = service.currentPath {
                 path = chosen.rawValue
                 if pathMilliseconds == nil { pathMilliseconds = Date().timeIntervalSince(invited) * 1000 }
@@ -71,11 +76,17 @@ struct CallCommand: ParsableCommand {
             }
             Thread.sleep(forTimeInterval: 0.005)
         }
+        let sendingSeconds = firstSent.map { Date().timeIntervalSince($0) } ?? 0
         if let peer = service.currentParticipantID { service.stopVoiceChat(withParticipantID: peer) }
         Thread.sleep(forTimeInterval: 0.5)  // the hang-up goes out; the output file is closed
         printer.print([
             "event": "summary", "name": self.name, "path": path, "path_ms": pathMilliseconds ?? -1, "first_audio_ms": firstAudio ?? -1,
             "packets_received": statistics?.packetsReceived ?? 0, "packets_sent": statistics?.packetsSent ?? 0,
+            "bytes_sent": statistics?.bytesSent ?? 0, "sending_seconds": sendingSeconds,
+            "frames_played": statistics?.jitter.played ?? 0, "frames_concealed": statistics?.jitter.concealed ?? 0,
+            "packets_late": statistics?.jitter.late ?? 0, "recovered_by_fec": statistics?.jitter.recoveredByFEC ?? 0,
+            "recovered_by_copy": statistics?.jitter.recoveredByCopy ?? 0, "accelerated": statistics?.receiver.accelerated ?? 0,
+            "expanded": statistics?.receiver.expanded ?? 0, "target_delay_ms": statistics?.targetDelayMilliseconds ?? 0,
         ])
         client.close()
         if let signal = TerminationSignals.received { TerminationSignals.exit(as: signal) }
