@@ -14,6 +14,10 @@ import NetworkImpairment
 /// rule on INPUT; nothing else is touched: signalling, STUN checks and consent go through).
 /// Every process has its own devices, clocks and threads: what the simulation leaves out.
 ///
+/// A call that does not go direct (its checks outlasted the path timeout on a starved machine,
+/// and its media went through the signalling server's TCP channel, where no loss is applied) or
+/// does not start is not scored: `calls_failed` counts it and `error` says why.
+///
 /// Rows (`impl` ``impl``): PESQ-WB and STOI of what bob heard, median and spread over the calls,
 /// beside alice's voice-packet rate (`gk-voice call`'s `bytes_sent` over `sending_seconds`) and
 /// the loss the rule made (`loss_pct`: datagrams dropped ÷ media datagrams seen). Beside each,
@@ -136,6 +140,11 @@ enum RealCallBenchmark {
         guard let summary = alice.objects.last(where: { $0["event"] as? String == "summary" }),
             (summary["packets_sent"] as? Int ?? 0) > 0, FileManager.default.fileExists(atPath: heard)
         else { throw ValidationError("a call did not start (alice: \(alice.errorTail ?? "-"), bob: \(bob.errorTail ?? "-"))") }
+        // Only media on the direct UDP path meets the kernel's loss: a call whose checks took
+        // longer than the path timeout (a starved machine) goes through the signalling server's
+        // TCP channel instead, and measures something else.
+        let path = summary["path"] as? String ?? "none"
+        guard path == "direct" else { throw ValidationError("a call went \(path), not direct: no kernel loss on its media") }
         let bytes = Double(summary["bytes_sent"] as? Int ?? 0)
         let sending = summary["sending_seconds"] as? Double ?? 0
         let counts = Self.ruleCounts()
