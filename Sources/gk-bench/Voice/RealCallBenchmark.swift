@@ -10,8 +10,9 @@ import NetworkImpairment
 /// Tests/Peers/rendezvous.py, between them), over real UDP sockets on loopback: alice says the
 /// speech from a WAV file, bob is silent and writes what he hears to one. The kernel drops each
 /// arriving media datagram (first byte 0x90, PROTOCOL §17.5: both directions, audio and
-/// receiver reports alike) with the condition's probability (an iptables `u32` and `statistic`
-/// rule on INPUT; nothing else is touched: signalling, STUN checks and consent go through).
+/// receiver reports alike) with the condition's probability (`u32` and `statistic` rules on
+/// INPUT, iptables and ip6tables; nothing else is touched: signalling, STUN checks and consent
+/// go through).
 /// Every process has its own devices, clocks and threads: what the simulation leaves out.
 ///
 /// A call that does not go direct (its checks outlasted the path timeout on a starved machine,
@@ -31,14 +32,28 @@ enum RealCallBenchmark {
     static let targetDifference = 0.1
     static let conditions: [(work: String, loss: Double)] = [("clean", 0), ("loss5", 0.05), ("loss10", 0.10), ("loss20", 0.20)]
 
+    /// The two families' firewalls, with where a UDP payload's first byte is for `u32`: after
+    /// the IPv4 header's own length, or after IPv6's fixed 40 bytes. Both are needed: the call's
+    /// sockets are dual-stack and its loopback candidates are 127.0.0.1 and ::1, and which pair
+    /// wins the checks varies (a first version ruled IPv4 only, and calls that chose ::1 met no
+    /// loss at all).
+    static let families: [(tool: String, firstByte: String)] = [
+        ("iptables", "0>>22&0x3C@8>>24=0x90"), ("ip6tables", "48>>24=0x90"),
+    ]
+
     /// The rule that drops media, without its `-I`/`-D` and chain.
-    static func dropRule(probability: Double) -> [String] {
-        ["-p", "udp", "-m", "u32", "--u32", "0>>22&0x3C@8>>24=0x90", "-m", "statistic", "--mode", "random",
+    static func dropRule(probability: Double, firstByte: String) -> [String] {
+        ["-p", "udp", "-m", "u32", "--u32", firstByte, "-m", "statistic", "--mode", "random",
          "--probability", String(format: "%.4f", probability), "-j", "DROP"]
     }
 
     /// The rule that counts media datagrams (matched first, no target).
-    static let countRule = ["-p", "udp", "-m", "u32", "--u32", "0>>22&0x3C@8>>24=0x90"]
+    static func countRule(firstByte: String) -> [String] { ["-p", "udp", "-m", "u32", "--u32", firstByte] }
+
+    /// Runs iptables or ip6tables (in this sandbox's namespace); whether it succeeded.
+    static func firewall(_ tool: String, _ arguments: [String]) -> Bool {
+        Self.run("/usr/bin/env", [tool, "-w"] + arguments) != nil
+    }
 
     /// `calls` calls per condition (`only`: those conditions), and the simulated rows beside them.
     static func rows(
@@ -105,13 +120,17 @@ enum RealCallBenchmark {
 
     /// One call: the rules in, the signalling server, bob, alice; the rules out.
     static func call(loss: Double, speech: String, silence: String, seconds: Double, directory: String, python: String) throws -> CallResult {
-        let counting = ["INPUT"] + countRule
-        let dropping = ["INPUT"] + dropRule(probability: loss)
         // Counted first, then dropped: -I puts each at the top, so the drop rule goes in first.
-        if loss > 0 { guard OnlineBenchmark.iptables(["-I"] + dropping) else { throw ValidationError("iptables (u32, statistic) failed") } }
-        defer { if loss > 0 { _ = OnlineBenchmark.iptables(["-D"] + dropping) } }
-        guard OnlineBenchmark.iptables(["-I"] + counting) else { throw ValidationError("iptables (u32) failed") }
-        defer { _ = OnlineBenchmark.iptables(["-D"] + counting) }
+        var installed: [(tool: String, rule: [String])] = []
+        defer { for (tool, rule) in installed.reversed() { _ = Self.firewall(tool, ["-D"] + rule) } }
+        for (tool, firstByte) in Self.families {
+            var rules = [["INPUT"] + Self.countRule(firstByte: firstByte)]
+            if loss > 0 { rules.insert(["INPUT"] + Self.dropRule(probability: loss, firstByte: firstByte), at: 0) }
+            for rule in rules {
+                guard Self.firewall(tool, ["-I"] + rule) else { throw ValidationError("\(tool) (u32, statistic) failed") }
+                installed.append((tool, rule))
+            }
+        }
 
         let port = "7000"
         let server = ChildProcess(python, ["Tests/Peers/rendezvous.py", "--host", "127.0.0.1", "--port", port, "--seconds", String(Int(seconds) + 15)], name: "rendezvous")
@@ -148,6 +167,7 @@ enum RealCallBenchmark {
         let bytes = Double(summary["bytes_sent"] as? Int ?? 0)
         let sending = summary["sending_seconds"] as? Double ?? 0
         let counts = Self.ruleCounts()
+        guard counts.seen > 0 else { throw ValidationError("the rules saw none of the call's media datagrams") }
         let heardSummary = bob.objects.last { $0["event"] as? String == "summary" } ?? [:]
         let played = Double(max(1, heardSummary["frames_played"] as? Int ?? 0))
         func share(_ key: String) -> Double { Double(heardSummary[key] as? Int ?? 0) * 100 / played }
@@ -162,14 +182,16 @@ enum RealCallBenchmark {
             ])
     }
 
-    /// The media datagrams the count rule saw and the drop rule dropped (INPUT's counters).
+    /// The media datagrams the count rules saw and the drop rules dropped (INPUT's counters, both
+    /// families).
     static func ruleCounts() -> (seen: Int, dropped: Int) {
-        let listing = Self.run("/usr/bin/env", ["iptables", "-w", "-L", "INPUT", "-v", "-x", "-n"]) ?? ""
         var seen = 0, dropped = 0
-        for line in listing.split(separator: "\n") where line.contains("u32") {
-            let fields = line.split(separator: " ")
-            guard let packets = fields.first.flatMap({ Int($0) }) else { continue }
-            if line.contains("DROP") { dropped = packets } else { seen = packets }
+        for (tool, _) in Self.families {
+            let listing = Self.run("/usr/bin/env", [tool, "-w", "-L", "INPUT", "-v", "-x", "-n"]) ?? ""
+            for line in listing.split(separator: "\n") where line.contains("u32") {
+                guard let packets = line.split(separator: " ").first.flatMap({ Int($0) }) else { continue }
+                if line.contains("DROP") { dropped += packets } else { seen += packets }
+            }
         }
         return (seen, dropped)
     }
