@@ -247,9 +247,9 @@ struct OnlineBenchmark: AsyncParsableCommand {
         return line
     }
 
-    /// Runs iptables (in this sandbox's namespace); whether it succeeded.
-    static func iptables(_ arguments: [String]) -> Bool {
-        let process = ChildProcess("/usr/bin/env", ["iptables", "-w"] + arguments, name: "iptables")
+    /// Runs iptables (or `tool`: ip6tables) in this sandbox's namespace; whether it succeeded.
+    static func iptables(_ arguments: [String], tool: String = "iptables") -> Bool {
+        let process = ChildProcess("/usr/bin/env", [tool, "-w"] + arguments, name: tool)
         guard (try? process.start()) != nil, process.waitForExit(timeout: 10) else { return false }
         return process.exitStatus == 0
     }

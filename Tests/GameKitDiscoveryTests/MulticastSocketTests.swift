@@ -42,7 +42,6 @@ struct MulticastSocketTests {
         let count = 600
         let held = loop.submit { usleep(500_000) }
         let sender = socket(family == .ipv4 ? AF_INET : AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
-        try #require(sender >= 0)
         defer { close(sender) }
         var payload = [UInt8](repeating: 0x55, count: 300)
         var sent = 0

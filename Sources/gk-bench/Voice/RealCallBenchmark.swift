@@ -50,11 +50,6 @@ enum RealCallBenchmark {
     /// The rule that counts media datagrams (matched first, no target).
     static func countRule(firstByte: String) -> [String] { ["-p", "udp", "-m", "u32", "--u32", firstByte] }
 
-    /// Runs iptables or ip6tables (in this sandbox's namespace); whether it succeeded.
-    static func firewall(_ tool: String, _ arguments: [String]) -> Bool {
-        Self.run("/usr/bin/env", [tool, "-w"] + arguments) != nil
-    }
-
     /// `calls` calls per condition (`only`: those conditions), and the simulated rows beside them.
     static func rows(
         calls: Int, only: [String], speechPath: String, quality: SpeechQuality, python: String, workspace: String, firstSeed: UInt64
@@ -122,12 +117,12 @@ enum RealCallBenchmark {
     static func call(loss: Double, speech: String, silence: String, seconds: Double, directory: String, python: String) throws -> CallResult {
         // Counted first, then dropped: -I puts each at the top, so the drop rule goes in first.
         var installed: [(tool: String, rule: [String])] = []
-        defer { for (tool, rule) in installed.reversed() { _ = Self.firewall(tool, ["-D"] + rule) } }
+        defer { for (tool, rule) in installed.reversed() { _ = OnlineBenchmark.iptables(["-D"] + rule, tool: tool) } }
         for (tool, firstByte) in Self.families {
             var rules = [["INPUT"] + Self.countRule(firstByte: firstByte)]
             if loss > 0 { rules.insert(["INPUT"] + Self.dropRule(probability: loss, firstByte: firstByte), at: 0) }
             for rule in rules {
-                guard Self.firewall(tool, ["-I"] + rule) else { throw ValidationError("\(tool) (u32, statistic) failed") }
+                guard OnlineBenchmark.iptables(["-I"] + rule, tool: tool) else { throw ValidationError("\(tool) (u32, statistic) failed") }
                 installed.append((tool, rule))
             }
         }
@@ -173,7 +168,7 @@ enum RealCallBenchmark {
         func share(_ key: String) -> Double { Double(heardSummary[key] as? Int ?? 0) * 100 / played }
         return CallResult(
             heard: try WAVFile.read(path: heard),
-            lossPercent: counts.seen > 0 ? Double(counts.dropped) * 100 / Double(counts.seen) : 0,
+            lossPercent: Double(counts.dropped) * 100 / Double(counts.seen),
             kilobitsPerSecond: sending > 0 ? bytes * 8 / sending / 1000 : 0,
             receiver: [
                 "concealed_pct": share("frames_concealed"), "late_pct": share("packets_late"), "fec_pct": share("recovered_by_fec"),
