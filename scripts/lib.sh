@@ -72,3 +72,16 @@ ogk_products() {
 ogk_variant_build() { ogk_products "$OGK_VARIANT_TRAITS" "$OGK_VARIANT_BIN" "$@"; }
 # ogk_default_build PRODUCT...: the default build's products, in OGK_DEFAULT_BIN.
 ogk_default_build() { ogk_products "" "$OGK_DEFAULT_BIN" "$@"; }
+# ogk_default_copy PRODUCT...: the products `swift build --build-tests` made (scripts/test's own
+# build, the package's default traits), copied to OGK_DEFAULT_BIN: the same programs as
+# ogk_default_build's, without compiling the package's modules once more in the configuration of
+# a plain `swift build`.
+ogk_default_copy() {
+    local product bin
+    bin="$(swift build --show-bin-path)"
+    mkdir -p "$OGK_DEFAULT_BIN"
+    for product in "$@"; do
+        [[ -x "$bin/$product" ]] || { echo "$bin/$product: not built" >&2; return 1; }
+        cp "$bin/$product" "$OGK_DEFAULT_BIN/$product"
+    done
+}

@@ -5,8 +5,10 @@ import Testing
 
 /// gk-bench's transport harness on a twentieth of the work: every implementation runs, delivers
 /// everything, and the JSON carries the named fields. Figures are not looked at (timings are
-/// never asserted in tests).
-@Suite("Benchmark harness", .serialized)
+/// never asserted in tests). Each run has a network namespace of its own (SandboxScript), and no
+/// test judges a figure, so they run at once: serialized, they were the transport pass's last
+/// 50 s.
+@Suite("Benchmark harness")
 struct BenchmarkHarnessTests {
     @Test func transportBenchmarkProducesCompleteJSONForEveryImplementation() async throws {
         let result = try await SandboxScript.run(

@@ -31,16 +31,26 @@ struct VoiceBenchmarkHarnessTests {
     static func isPESQ(_ value: Any?) -> Bool { (value as? Double).map { (1.0...4.65).contains($0) } ?? false }
     static func isSTOI(_ value: Any?) -> Bool { (value as? Double).map { (0.0...1.0).contains($0) } ?? false }
 
-    @Test func theQuickRunMakesEveryKindOfRowWithEveryField() async throws {
-        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-kept-\(getpid())").path
-        defer { try? FileManager.default.removeItem(atPath: kept) }
+    /// Runs `gk-bench voice --quick --json` with these sections (none: every one), keeping the
+    /// scored pairs in `kept`; its rows, after checking that it ended well and printed only JSON.
+    static func quickRun(sections: [String], kept: String) async throws -> [[String: Any]] {
+        let parts = sections.map { "--section \($0) " }.joined()
         let result = try await SandboxScript.run(
-            "gk-bench voice --quick --json --keep-audio \(kept) 2>/dev/null; echo \"X {\\\"exit\\\":$?}\"", timeout: 900)
+            "gk-bench voice --quick --json \(parts)--keep-audio \(kept) 2>/dev/null; echo \"X {\\\"exit\\\":$?}\"", timeout: 900)
         #expect(result.objects(tagged: "X").first?["exit"] as? Int == 0, "\(result.lines.suffix(5))")
         // Every line of standard output is a JSON object (the table goes to standard error).
         let output = result.lines.filter { !$0.hasPrefix("X ") && !$0.isEmpty }
         #expect(output.count == result.objects.count, "lines that are not JSON: \(output.filter { !$0.hasPrefix("{") })")
-        let rows = result.objects
+        return result.objects
+    }
+
+    // The quick run in two halves, which run at once (each half is one thread; the real call in
+    // the first mostly waits for its audio's pace).
+
+    @Test func theQuickRunsQualityRowsAndRealCallCarryEveryField() async throws {
+        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-kept-\(getpid())-quality").path
+        defer { try? FileManager.default.removeItem(atPath: kept) }
+        let rows = try await Self.quickRun(sections: ["quality", "real-calls"], kept: kept)
 
         // Quality: each variant on each condition, medians and spread, the rate beside the scores.
         let quality = rows.filter { $0["seeds"] != nil }
@@ -83,6 +93,23 @@ struct VoiceBenchmarkHarnessTests {
         }
         let simulated = try #require(rows.first { $0["impl"] as? String == "opengamekit-simulated" }, "\(rows)")
         #expect(simulated["work"] as? String == "loss10" && Self.isPESQ(simulated["pesq_wb"]) && simulated["simulation_seeds"] as? Int == 1, "\(simulated)")
+        // Only the sections asked for.
+        #expect(!rows.contains { ["noise", "echo", "double-talk", "cpu", "group-2"].contains($0["work"] as? String ?? "") }, "\(rows)")
+
+        // --keep-audio kept every scored pair: both quick conditions' five variants, each a
+        // reference and what was played.
+        let files = try FileManager.default.contentsOfDirectory(atPath: kept)
+        for work in ["clean", "loss10"] {
+            #expect(files.filter { $0.hasPrefix("\(work)-") && $0.hasSuffix("-deg.wav") }.count == 5, "\(work): \(files.sorted())")
+            #expect(files.filter { $0.hasPrefix("\(work)-") && $0.hasSuffix("-ref.wav") }.count == 5, "\(work): \(files.sorted())")
+        }
+    }
+
+    @Test func theQuickRunsEchoNoiseCPUAndGroupRowsCarryEveryField() async throws {
+        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("ogk-kept-\(getpid())-echo").path
+        defer { try? FileManager.default.removeItem(atPath: kept) }
+        let rows = try await Self.quickRun(sections: ["echo", "noise", "double-talk", "cpu", "group"], kept: kept)
+        #expect(!rows.contains { $0["seeds"] != nil || $0["calls"] != nil }, "\(rows)")
 
         // Noise: stationary and babble at 10 and 0 dB SNR, the noise suppressor on and off.
         let noise = rows.filter { $0["work"] as? String == "noise" }
@@ -120,19 +147,18 @@ struct VoiceBenchmarkHarnessTests {
         #expect(Self.isPESQ(group["pesq_wb_without_canceller"]) && group["canceller_cost"] is Double, "\(group)")
         let cost = try #require(rows.first { $0["work"] as? String == "group-2" && $0["impl"] as? String == "ratio" }, "\(rows)")
         #expect(["met", "missed"].contains(cost["canceller_cost_target"] as? String ?? ""), "\(cost)")
-
-        // --keep-audio kept every scored pair: both quick conditions' five variants, each a
-        // reference and what was played.
-        let files = try FileManager.default.contentsOfDirectory(atPath: kept)
-        for work in ["clean", "loss10"] {
-            #expect(files.filter { $0.hasPrefix("\(work)-") && $0.hasSuffix("-deg.wav") }.count == 5, "\(work): \(files.sorted())")
-            #expect(files.filter { $0.hasPrefix("\(work)-") && $0.hasSuffix("-ref.wav") }.count == 5, "\(work): \(files.sorted())")
-        }
     }
 
     @Test func anUnknownConditionIsRefusedByName() async throws {
         let result = try await SandboxScript.run("gk-bench voice --quick --condition loss99 2>&1; echo \"X {\\\"exit\\\":$?}\"", timeout: 60)
         #expect(result.objects(tagged: "X").first?["exit"] as? Int != 0)
         #expect(result.lines.contains { $0.contains("--condition loss99: no such condition") }, "\(result.lines)")
+    }
+
+    @Test func anUnknownSectionIsRefusedWithTheKnownOnes() async throws {
+        let result = try await SandboxScript.run("gk-bench voice --quick --section echos 2>&1; echo \"X {\\\"exit\\\":$?}\"", timeout: 60)
+        #expect(result.objects(tagged: "X").first?["exit"] as? Int != 0)
+        #expect(result.lines.contains { $0.contains("'echos' is invalid") }, "\(result.lines)")
+        #expect(result.lines.contains { $0.contains("double-talk") }, "\(result.lines)")
     }
 }

@@ -2,6 +2,12 @@
 `pesq`) and STOI (PyPI `pystoi`), after aligning the two by cross-correlation.
 
     python voice_quality.py REFERENCE.wav DEGRADED.wav [REFERENCE.wav DEGRADED.wav ...] [--max-delay-ms 2000]
+    python voice_quality.py --serve [--max-delay-ms 2000]
+
+With --serve it reads pairs from standard input, one per line (REFERENCE.wav, a tab, DEGRADED.wav),
+and answers each with its line as soon as it is scored, until the input ends: a benchmark that
+scores many pairs one after another starts the interpreter (numpy and the two libraries, about as
+long as scoring a pair) once. A pair it cannot read is answered with {"error": "..."}.
 
 Both files are 16 kHz mono 16-bit. Prints one JSON object per pair, one per line, in order:
 pesq_wb, stoi, stoi_global, delay_ms (how much later the degraded signal starts), delay_spread_ms,
@@ -61,10 +67,27 @@ def main():
         i = args.index("--max-delay-ms")
         max_delay_ms = int(args[i + 1])
         del args[i:i + 2]
+    if args == ["--serve"]:
+        serve(max_delay_ms)
+        return
     if not args or len(args) % 2:
-        raise SystemExit("usage: voice_quality.py REFERENCE.wav DEGRADED.wav [REFERENCE.wav DEGRADED.wav ...] [--max-delay-ms N]")
+        raise SystemExit("usage: voice_quality.py REFERENCE.wav DEGRADED.wav [REFERENCE.wav DEGRADED.wav ...] [--max-delay-ms N]"
+                         " | voice_quality.py --serve [--max-delay-ms N]")
     for index in range(0, len(args), 2):
         print(json.dumps(score(read(args[index]), read(args[index + 1]), max_delay_ms)), flush=True)
+
+
+def serve(max_delay_ms):
+    for line in sys.stdin:
+        paths = line.rstrip("\n").split("\t")
+        if len(paths) != 2:
+            print(json.dumps({"error": f"expected REFERENCE<tab>DEGRADED, got {line.strip()!r}"}), flush=True)
+            continue
+        try:
+            result = score(read(paths[0]), read(paths[1]), max_delay_ms)
+        except (OSError, EOFError, wave.Error, SystemExit) as error:
+            result = {"error": str(error)}
+        print(json.dumps(result), flush=True)
 
 
 FRAME = RATE // 50  # 20 ms

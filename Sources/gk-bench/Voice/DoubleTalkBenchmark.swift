@@ -21,13 +21,16 @@ enum DoubleTalkBenchmark {
             for (pathName, path) in [("room", EchoMeasurement.EchoPath()), ("none", EchoMeasurement.EchoPath.none)] {
                 var row: [String: Any] = ["work": "double-talk", "impl": name, "echo": pathName]
                 var worst = Double.infinity
-                for second in seconds {
-                    let result = try EchoMeasurement.run(canceller: try make(), far: far, near: near, path: path, doubleTalkAt: second)
-                    let score = try quality.measure(
-                        reference: result.doubleTalkReference, degraded: result.doubleTalkOutput, name: "dt-\(name)-\(pathName)-\(second)")
-                    let pesq = score.pesq
-                    worst = min(worst, pesq)
-                    row["pesq_wb_at_\(second)s"] = pesq
+                let results = try seconds.map { second in
+                    try EchoMeasurement.run(canceller: try make(), far: far, near: near, path: path, doubleTalkAt: second)
+                }
+                let scores = try quality.measure(
+                    zip(seconds, results).map { second, result in
+                        .init(reference: result.doubleTalkReference, degraded: result.doubleTalkOutput, name: "dt-\(name)-\(pathName)-\(second)")
+                    })
+                for (second, (result, score)) in zip(seconds, zip(results, scores)) {
+                    worst = min(worst, score.pesq)
+                    row["pesq_wb_at_\(second)s"] = score.pesq
                     row["stoi_at_\(second)s"] = score.stoi
                     row["atten_db_at_\(second)s"] = result.doubleTalkAttenuationDecibels
                 }

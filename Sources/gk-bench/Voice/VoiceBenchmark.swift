@@ -44,6 +44,14 @@ struct VoiceBenchmark: ParsableCommand {
     @Option(help: "Real calls per condition (two gk-voice processes, kernel loss on the media; 0: none). --quick makes one, at 10 % loss.")
     var realCalls = 5
 
+    /// The parts of the benchmark, in the order they run.
+    enum Section: String, CaseIterable, ExpressibleByArgument {
+        case quality, realCalls = "real-calls", echo, noise, doubleTalk = "double-talk", cpu, group
+    }
+
+    @Option(help: "Parts to run (repeatable; default: every one): \(Section.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var section: [Section] = []
+
     @Option(name: .customLong("group"), help: "Group call sizes to measure (rows group-N; group-2, a two-party call through the same pipeline, is the anchor).")
     var groupSizes: [Int] = [2, 4, 8]
 
@@ -70,14 +78,19 @@ struct VoiceBenchmark: ParsableCommand {
         let quality = SpeechQuality(python: python, workspace: keepAudio ?? workspace, keepsFiles: keepAudio != nil)
         var rows: [[String: Any]] = []
 
+        defer { quality.pool.finish() }
+        let sections = Set(section.isEmpty ? Section.allCases : section)
+
         let seedList = (0..<UInt64(quick ? 1 : seeds)).map { seed &+ $0 }
-        var conditions = quick ? QualityBenchmark.conditions.filter { ["clean", "loss10"].contains($0.work) } : QualityBenchmark.conditions
-        if !condition.isEmpty { conditions = conditions.filter { condition.contains($0.work) } }
-        rows += try QualityBenchmark.rows(speech: speech, quality: quality, seeds: seedList, conditions: conditions)
+        if sections.contains(.quality) {
+            var conditions = quick ? QualityBenchmark.conditions.filter { ["clean", "loss10"].contains($0.work) } : QualityBenchmark.conditions
+            if !condition.isEmpty { conditions = conditions.filter { condition.contains($0.work) } }
+            rows += try QualityBenchmark.rows(speech: speech, quality: quality, seeds: seedList, conditions: conditions)
+        }
 
         // Real calls, on the short speech (each call lasts as long as it), beside the simulation.
         let calls = quick ? min(realCalls, 1) : realCalls
-        if calls > 0 {
+        if calls > 0 && sections.contains(.realCalls) {
             let short = try quick ? referencePath : Self.makeReference(in: workspace, name: "call.wav", long: false)
             rows += try RealCallBenchmark.rows(
                 calls: calls, only: quick ? ["loss10"] : condition, speechPath: short, quality: quality, python: python,
@@ -85,8 +98,6 @@ struct VoiceBenchmark: ParsableCommand {
         }
 
         // Echo cancellation: far end = the reference speech, near end = a second talker.
-        let nearPath = try Self.makeReference(in: workspace, name: "near.wav", long: false, secondTalker: true)
-        let near = try WAVFile.read(path: nearPath)
         var cancellers: [(String, () throws -> EchoCanceller)] = WebRTCEchoCanceller.Suppression.allCases.map { level in
             ("webrtc-\(level)", { try WebRTCEchoCanceller(suppression: level) })
         }
@@ -96,33 +107,47 @@ struct VoiceBenchmark: ParsableCommand {
         // Without the start-up suppressor: the library alone, for comparison.
         cancellers.append(("speex-alone", { try SpeexEchoCanceller(startupSuppression: nil) }))
         if quick { cancellers.removeAll { $0.0 != "speex" } }
-        for (name, make) in cancellers {
-            let result = try EchoMeasurement.run(canceller: try make(), far: speech, near: near)
-            let score = try quality.measure(reference: result.doubleTalkReference, degraded: result.doubleTalkOutput, name: "dt-\(name)")
-            // The same double talk at 1 s, while the canceller is still converging.
-            let early = try EchoMeasurement.run(canceller: try make(), far: speech, near: near, doubleTalkAt: 1)
-            let earlyScore = try quality.measure(reference: early.doubleTalkReference, degraded: early.doubleTalkOutput, name: "dt-early-\(name)")
-            rows.append([
-                "work": "echo", "impl": name, "erle_db_3s": result.erleFirst3sDecibels,
-                "erle_db_steady": result.erleSteadyDecibels, "dt_atten_db": result.doubleTalkAttenuationDecibels,
-                "dt_pesq_wb": score.pesq, "cpu_pct": result.cpuSecondsPerSecond * 100,
-                "dt_atten_db_at_1s": early.doubleTalkAttenuationDecibels, "dt_pesq_wb_at_1s": earlyScore.pesq,
-            ])
+        let near = try sections.isDisjoint(with: [.echo, .doubleTalk])
+            ? [] : WAVFile.read(path: Self.makeReference(in: workspace, name: "near.wav", long: false, secondTalker: true))
+        if sections.contains(.echo) {
+            for (name, make) in cancellers {
+                let result = try EchoMeasurement.run(canceller: try make(), far: speech, near: near)
+                // The same double talk at 1 s, while the canceller is still converging.
+                let early = try EchoMeasurement.run(canceller: try make(), far: speech, near: near, doubleTalkAt: 1)
+                let scores = try quality.measure([
+                    .init(reference: result.doubleTalkReference, degraded: result.doubleTalkOutput, name: "dt-\(name)"),
+                    .init(reference: early.doubleTalkReference, degraded: early.doubleTalkOutput, name: "dt-early-\(name)"),
+                ])
+                rows.append([
+                    "work": "echo", "impl": name, "erle_db_3s": result.erleFirst3sDecibels,
+                    "erle_db_steady": result.erleSteadyDecibels, "dt_atten_db": result.doubleTalkAttenuationDecibels,
+                    "dt_pesq_wb": scores[0].pesq, "cpu_pct": result.cpuSecondsPerSecond * 100,
+                    "dt_atten_db_at_1s": early.doubleTalkAttenuationDecibels, "dt_pesq_wb_at_1s": scores[1].pesq,
+                ])
+            }
         }
 
-        rows += try NoiseBenchmark.rows(speech: speech, quality: quality, seeds: seedList, workspace: workspace)
+        if sections.contains(.noise) {
+            rows += try NoiseBenchmark.rows(speech: speech, quality: quality, seeds: seedList, workspace: workspace)
+        }
 
-        rows += try DoubleTalkBenchmark.rows(
-            cancellers: cancellers, far: speech, near: near, quality: quality, seconds: quick ? [1] : DoubleTalkBenchmark.seconds)
+        if sections.contains(.doubleTalk) {
+            rows += try DoubleTalkBenchmark.rows(
+                cancellers: cancellers, far: speech, near: near, quality: quality, seconds: quick ? [1] : DoubleTalkBenchmark.seconds)
+        }
 
-        rows.append(try Self.fullDuplexCPU(speech: speech))
-        rows.append(try Self.fullDuplexCPU(speech: speech, burstLoss: true))
-        let pulse = !skipPulse && !quick
-        let pairLatency = pulse ? try MouthToEar.measure(chirps: chirps, workspace: workspace) : nil
-        rows += try GroupVoiceBenchmark.rows(
-            sizes: quick ? [2] : groupSizes, speech: speech, quality: quality, seed: seed, chirps: pulse ? chirps : nil, workspace: workspace,
-            pairLatency: pairLatency)
-        if let pairLatency { rows.append(pairLatency) }
+        if sections.contains(.cpu) {
+            rows.append(try Self.fullDuplexCPU(speech: speech))
+            rows.append(try Self.fullDuplexCPU(speech: speech, burstLoss: true))
+        }
+        if sections.contains(.group) {
+            let pulse = !skipPulse && !quick
+            let pairLatency = pulse ? try MouthToEar.measure(chirps: chirps, workspace: workspace) : nil
+            rows += try GroupVoiceBenchmark.rows(
+                sizes: quick ? [2] : groupSizes, speech: speech, quality: quality, seed: seed, chirps: pulse ? chirps : nil, workspace: workspace,
+                pairLatency: pairLatency)
+            if let pairLatency { rows.append(pairLatency) }
+        }
         report(rows)
     }
 
