@@ -216,6 +216,7 @@ enum OnlineAbuse {
             "idle_connections": connections, "idle_open_at_end": idle.open, "idle_opened": idle.opened,
             "idle_closed_by_server": idle.closedByServer, "idle_connect_failures": idle.failed,
             "max_streams": listening["max_streams"] ?? NSNull(), "streams_open": streams["open"] ?? NSNull(),
+            "streams_open_peak": streams["peakOpen"] ?? NSNull(),
             "streams_evicted": streams["evicted"] ?? NSNull(), "streams_refused": refused,
             "streams_silent_closed": streams["silentAtStart"] ?? NSNull(), "wrong_codes_sent": flood.count,
             "wrong_codes_counted": duringAttack?["wrongCodes"] ?? NSNull(), "dropped_rate_limited": duringAttack?["droppedRateLimited"] ?? NSNull(),

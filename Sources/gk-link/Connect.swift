@@ -95,12 +95,17 @@ struct Connect: AsyncParsableCommand {
         if self.linger > 0 {
             try? await Task.sleep(nanoseconds: UInt64(self.linger * 1e9))
         }
-        // Wait (boundedly) until everything sent is acknowledged, so the figures are complete.
+        // Wait (boundedly) until everything sent is acknowledged, so the figures are complete. The
+        // peer may close the link first (a listener that stops on its last expected message does,
+        // and when its last acknowledgement is lost, before this side has heard it): the figures
+        // are then the last ones read while the link was open.
+        var stats = endpoint.statistics(for: link.id)
         for _ in 0..<6000 {
-            guard let queued = endpoint.statistics(for: link.id)?.bytesQueued, queued > 0 else { break }
+            guard let current = endpoint.statistics(for: link.id) else { break }
+            stats = current
+            guard current.bytesQueued > 0 else { break }
             try? await Task.sleep(nanoseconds: 5_000_000)
         }
-        let stats = endpoint.statistics(for: link.id)
         try? endpoint.close(link.id, code: self.closeCode)
         let why = await closed.wait(seconds: max(30, self.transport.disconnectTimeout + 5))
         let elapsed = ContinuousClock.now - started

@@ -64,6 +64,7 @@ struct StreamAdmissionTests {
         // Everyone spoke: nobody makes room.
         #expect(ledger.admit(Self.address("192.0.2.5"), now: Self.start) == .refusedTotal)
         #expect(ledger.statistics.evicted == 1 && ledger.statistics.refusedTotal == 1 && ledger.statistics.open == 3)
+        #expect(ledger.statistics.peakOpen == 3)
         // The evicted one's close comes later, and changes nothing.
         ledger.closed(second)
         #expect(ledger.statistics.open == 3)

@@ -77,6 +77,7 @@ struct StreamAdmission {
         self.silentOrder.append(id)
         self.statistics.accepted += 1
         self.statistics.open = self.entries.count
+        self.statistics.peakOpen = max(self.statistics.peakOpen, self.entries.count)
         return .accepted(id: id, evicting: evicting)
     }
 
@@ -153,6 +154,8 @@ public struct StreamLimits: Sendable, Equatable {
 public struct StreamStatistics: Sendable, Equatable, Codable {
     /// Streams open now.
     public var open = 0
+    /// The most streams open at once so far: ``evicted`` grows only once it has reached the total.
+    public var peakOpen = 0
     public var accepted: UInt64 = 0
     /// Refused because their source had ``StreamLimits/perSource`` streams.
     public var refusedPerSource: UInt64 = 0
