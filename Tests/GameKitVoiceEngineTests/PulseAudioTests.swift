@@ -32,7 +32,7 @@ struct PulseAudioTests {
         for loop in loops { #expect(loop.wait() == nil) }
         #expect(a.currentStatistics.packetsSent > 100)
         let quality = try VoiceTestSupport.quality(reference: try VoiceTestSupport.speech(), degraded: received)
-        #expect(quality.stoi > 0.6)
+        #expect(quality.stoi > 0.6, "sender \(a.currentStatistics); receiver \(b.currentStatistics)")
         #expect(quality.delayMilliseconds > 0)
     }
 
